@@ -1,0 +1,7 @@
+"""In-context regression algorithms that models are compared with, behind one interface."""
+
+from iclab.algorithms.base import InContextAlgorithm
+from iclab.algorithms.construct import lsa_from_gamma
+from iclab.algorithms.gd import OneStepGD, PreconditionedGD
+
+__all__ = ["InContextAlgorithm", "OneStepGD", "PreconditionedGD", "lsa_from_gamma"]

@@ -1,0 +1,76 @@
+"""Judge a trained LSA against the theory: the numbers that go into result.json.
+
+Prediction-level quantities (test loss, nuisance shares) use whole prompts drawn fresh from a
+dedicated "eval" random stream in float64 on the CPU, so they do not depend on the sampler or
+device used for training.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import torch
+
+from iclab.analysis.readout import gamma_relative_error, nuisance_shares, read_algorithm
+from iclab.models.lsa import LinearSelfAttention
+from iclab.seeding import make_generator
+from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.theory.gaussian import gaussian_optimum
+
+ELEMENTS_PER_CHUNK = 4_000_000
+NUISANCE_PROMPTS = 20_000
+
+
+def _chunk_size(task: LinearGaussian, total: int) -> int:
+    per_prompt = (task.n + 1) * (task.d + 1)
+    return max(1, min(total, ELEMENTS_PER_CHUNK // per_prompt))
+
+
+def test_loss(
+    model: LinearSelfAttention, task: LinearGaussian, prompts: int, seed: int
+) -> tuple[float, float]:
+    """Mean squared error on ``prompts`` fresh prompts and its standard error (float64)."""
+    model64 = copy.deepcopy(model).to("cpu", torch.float64)
+    generator = make_generator(seed, "eval")
+    chunk = _chunk_size(task, prompts)
+    total, total_sq, count = 0.0, 0.0, 0
+    with torch.no_grad():
+        while count < prompts:
+            size = min(chunk, prompts - count)
+            batch = task.sample_prompts(size, generator, dtype=torch.float64)
+            error = (model64(batch.X, batch.y, batch.x_q) - batch.y_q) ** 2
+            total += float(error.sum())
+            total_sq += float((error**2).sum())
+            count += size
+    mean = total / count
+    variance = max(total_sq / count - mean**2, 0.0) * count / (count - 1)
+    return mean, math.sqrt(variance / count)
+
+
+def evaluate(
+    model: LinearSelfAttention, task: LinearGaussian, eval_prompts: int, seed: int
+) -> dict[str, Any]:
+    """eta_hat, eta_star, eta_rel_err, isotropy_err, gamma, gamma_star, gamma_rel_err,
+    gamma_star_isotropic, nuisance, test_loss, test_loss_stderr, loss_star."""
+    learned = read_algorithm(model, task.n)
+    optimum = gaussian_optimum(task.n, task.sigma, task.sigma_x, task.sigma_w)
+    loss, stderr = test_loss(model, task, eval_prompts, seed)
+    nuisance_set = task.sample_prompts(
+        min(NUISANCE_PROMPTS, eval_prompts), make_generator(seed, "nuisance"), torch.float64
+    )
+    return {
+        "eta_hat": learned.eta_hat,
+        "eta_star": optimum.eta,
+        "eta_rel_err": abs(learned.eta_hat / optimum.eta - 1.0),
+        "isotropy_err": learned.isotropy_err,
+        "gamma": learned.gamma.tolist(),
+        "gamma_star": optimum.gamma.tolist(),
+        "gamma_rel_err": gamma_relative_error(learned.gamma, optimum.gamma),
+        "gamma_star_isotropic": optimum.isotropic,
+        "nuisance": nuisance_shares(model, nuisance_set).as_dict(),
+        "test_loss": loss,
+        "test_loss_stderr": stderr,
+        "loss_star": optimum.loss,
+    }

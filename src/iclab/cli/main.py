@@ -1,0 +1,62 @@
+"""Entry point: the ``iclab`` command group and its one-line error handling.
+
+Every bad input (unknown option, bad value, bad file) ends with one line on stderr naming the
+value and what is allowed, and exit code 2; no traceback is shown.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from iclab import __version__
+from iclab.cli.train import train_command
+from iclab.errors import ConfigError
+from iclab.training.loop import TrainingDivergedError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="iclab")
+def cli() -> None:
+    """iclab: train linear self-attention on in-context regression and check it against theory."""
+
+
+cli.add_command(train_command)
+
+
+def _fail(message: str, code: int) -> int:
+    click.echo(f"iclab: error: {message}", err=True)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return (and, from the console script, exit with) the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cli.main(args=args, prog_name="iclab", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as error:
+        click.echo(error.ctx.get_help() if error.ctx else str(error))
+        return 2
+    except click.UsageError as error:
+        command = error.ctx.command_path if error.ctx else "iclab"
+        click.echo(f"{command}: error: {error.format_message()}", err=True)
+        return 2
+    except ConfigError as error:
+        return _fail(str(error), 2)
+    except TrainingDivergedError as error:
+        return _fail(str(error), 1)
+    except click.exceptions.Abort:
+        return _fail("aborted", 130)
+    except KeyboardInterrupt:
+        return _fail("interrupted; run the same command again to resume", 130)
+    except click.exceptions.Exit as error:
+        return int(error.exit_code)
+    except click.ClickException as error:
+        return _fail(error.format_message(), error.exit_code)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""One layer of linear self-attention (THEORY.md section 2).
+
+Tokens e_i = [x_i; y_i] in R^{d+1}, the query e_q = [x_q; 0]. Parameters W_K, W_Q: (k, d+1),
+W_V: (m, d+1), h: (m,). The prediction at the query is
+
+    yhat = h^T sum_i (W_V e_i) (W_K e_i)^T (W_Q e_q) = u^T Z M x_q,
+
+u = W_V^T h: (d+1,), M = (W_K^T W_Q)[:, :d]: (d+1, d), Z = sum_i e_i e_i^T. The forward never
+forms Z nor any (d+1) x (d+1) matrix per prompt: with a_i = u.e_i and b_i = e_i.(M x_q),
+yhat = sum_i a_i b_i, which costs O(n d) per prompt after the O(d^2) product M x_q.
+
+Options: ``normalise`` divides the sum by n (multiplying the learned step size by n);
+``attend_query`` adds the query token e_q to the sum (a term cubic in x_q).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from iclab.errors import ConfigError
+from iclab.tasks.linear_gaussian import GaussianStatistics
+
+
+@dataclass(frozen=True)
+class LSAOptions:
+    """Shape and convention of a one-layer LSA.
+
+    d: input dimension; key_dim k and value_dim m (None means d+1); normalise: 1/n on the sum;
+    attend_query: the query token attends to itself.
+    """
+
+    d: int
+    key_dim: int | None = None
+    value_dim: int | None = None
+    normalise: bool = False
+    attend_query: bool = False
+
+    def __post_init__(self) -> None:
+        if self.d < 1:
+            raise ConfigError(f"d must be an integer >= 1, got {self.d}")
+        for name, value in (("key_dim", self.key_dim), ("value_dim", self.value_dim)):
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be an integer >= 1, got {value}")
+
+    @property
+    def k(self) -> int:
+        return self.d + 1 if self.key_dim is None else self.key_dim
+
+    @property
+    def m(self) -> int:
+        return self.d + 1 if self.value_dim is None else self.value_dim
+
+
+class LinearSelfAttention(nn.Module):
+    """One-layer linear self-attention read out at the query token."""
+
+    W_K: nn.Parameter
+    W_Q: nn.Parameter
+    W_V: nn.Parameter
+    h: nn.Parameter
+
+    def __init__(
+        self,
+        options: LSAOptions,
+        generator: torch.Generator | None = None,
+        init_scale: float = 0.1,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        self.options = options
+        d1, k, m = options.d + 1, options.k, options.m
+        device = generator.device if generator is not None else torch.device("cpu")
+
+        def draw(*shape: int) -> nn.Parameter:
+            values = torch.randn(*shape, generator=generator, dtype=dtype, device=device)
+            return nn.Parameter(init_scale * values)
+
+        self.W_K = draw(k, d1)
+        self.W_Q = draw(k, d1)
+        self.W_V = draw(m, d1)
+        self.h = draw(m)
+
+    @property
+    def d(self) -> int:
+        return self.options.d
+
+    def effective(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """u = W_V^T h: (d+1,) and M = (W_K^T W_Q)[:, :d]: (d+1, d)."""
+        u = self.W_V.T @ self.h
+        M = self.W_K.T @ self.W_Q[:, : self.d]
+        return u, M
+
+    def _query_term(self, u: torch.Tensor, Mx_q: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        """(u . e_q)(e_q . M x_q) for e_q = [x_q; 0]: (B,)."""
+        d = self.d
+        return (x_q @ u[:d]) * (x_q * Mx_q[:, :d]).sum(-1)
+
+    def forward(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        """X: (B, n, d), y: (B, n), x_q: (B, d) -> yhat: (B,)."""
+        d, n = self.d, X.shape[1]
+        u, M = self.effective()
+        Mx_q = x_q @ M.T                                         # (B, d+1)
+        a = X @ u[:d] + y * u[d]                                  # (B, n)  u . e_i
+        b = torch.bmm(X, Mx_q[:, :d, None]).squeeze(-1) + y * Mx_q[:, d, None]  # e_i . M x_q
+        yhat = (a * b).sum(-1)                                    # (B,)
+        if self.options.attend_query:
+            yhat = yhat + self._query_term(u, Mx_q, x_q)
+        if self.options.normalise:
+            yhat = yhat / n
+        return yhat
+
+    def forward_statistics(self, stats: GaussianStatistics) -> torch.Tensor:
+        """The prediction on linear Gaussian prompts drawn as sufficient statistics: (B,).
+
+        Equal in law to ``forward`` on whole prompts (see ``iclab.tasks.linear_gaussian``):
+        yhat = (p.q) c1^2 + c1 z sqrt(|p|^2 |q|^2 - (p.q)^2), p = L^T u, q = L^T M x_q.
+        """
+        d = self.d
+        u, M = self.effective()
+        w, x_q = stats.w, stats.x_q                               # (B, d), (B, d)
+        Mx_q = x_q @ M.T                                          # (B, d+1)
+        p_x = u[:d] + u[d] * w                                    # (B, d)
+        q_x = Mx_q[:, :d] + Mx_q[:, d, None] * w                  # (B, d)
+        if stats.chol_x is not None:
+            p_x = p_x @ stats.chol_x                              # L_x^T applied per row
+            q_x = q_x @ stats.chol_x
+        p_y = stats.sigma * u[d]                                  # scalar
+        q_y = stats.sigma * Mx_q[:, d]                            # (B,)
+        pq = (p_x * q_x).sum(-1) + p_y * q_y
+        pp = (p_x * p_x).sum(-1) + p_y * p_y
+        qq = (q_x * q_x).sum(-1) + q_y * q_y
+        gram = (pp * qq - pq * pq).clamp_min(torch.finfo(pq.dtype).tiny)
+        c1 = stats.chi2.sqrt()
+        yhat = pq * stats.chi2 + c1 * stats.z * gram.sqrt()
+        if self.options.attend_query:
+            yhat = yhat + self._query_term(u, Mx_q, x_q)
+        if self.options.normalise:
+            yhat = yhat / stats.n
+        return yhat

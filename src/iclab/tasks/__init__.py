@@ -1,0 +1,14 @@
+"""Task distributions: seeded batches of in-context regression prompts."""
+
+from iclab.tasks.base import Prompts, TaskFamily
+from iclab.tasks.covariance import load_covariance, validate_covariance
+from iclab.tasks.linear_gaussian import GaussianStatistics, LinearGaussian
+
+__all__ = [
+    "GaussianStatistics",
+    "LinearGaussian",
+    "Prompts",
+    "TaskFamily",
+    "load_covariance",
+    "validate_covariance",
+]

@@ -1,0 +1,53 @@
+"""Reading and checking covariance matrices given by the user as ``.npy`` files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from iclab.errors import ConfigError
+
+SYMMETRY_RTOL = 1e-8
+
+
+def validate_covariance(matrix: np.ndarray, d: int, name: str) -> np.ndarray:
+    """Check that ``matrix`` is a finite, symmetric, positive-definite (d, d) array.
+
+    Returns it as float64. ``name`` (a file name, say) is used in the error message.
+    """
+    array = np.asarray(matrix)
+    if array.dtype.kind not in "biuf":
+        raise ConfigError(f"{name}: covariance must hold real numbers, got dtype {array.dtype}")
+    array = np.asarray(array, dtype=np.float64)
+    if array.shape != (d, d):
+        raise ConfigError(f"{name}: covariance must have shape ({d}, {d}), got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ConfigError(f"{name}: covariance has non-finite entries")
+    scale: float = max(float(np.max(np.abs(array))), float(np.finfo(np.float64).tiny))
+    asymmetry = float(np.max(np.abs(array - array.T)))
+    if asymmetry > SYMMETRY_RTOL * scale:
+        raise ConfigError(
+            f"{name}: covariance is not symmetric (max |A - A^T| = {asymmetry:.3g})"
+        )
+    array = np.asarray((array + array.T) / 2, dtype=np.float64)
+    smallest = float(np.linalg.eigvalsh(array)[0])
+    if smallest <= 0 or smallest <= 1e-12 * scale:
+        raise ConfigError(
+            f"{name}: covariance is not positive definite (smallest eigenvalue {smallest:.3g})"
+        )
+    return array
+
+
+def load_covariance(path: str | Path, d: int) -> np.ndarray:
+    """Load a (d, d) covariance from a ``.npy`` file, checked by ``validate_covariance``."""
+    path = Path(path)
+    try:
+        matrix = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: covariance file not found") from None
+    except (OSError, ValueError, EOFError) as error:
+        raise ConfigError(f"{path}: cannot read covariance as a .npy array ({error})") from None
+    if not isinstance(matrix, np.ndarray):
+        raise ConfigError(f"{path}: expected a single .npy array, got {type(matrix).__name__}")
+    return validate_covariance(matrix, d, str(path))

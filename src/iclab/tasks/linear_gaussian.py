@@ -1,0 +1,147 @@
+"""Linear Gaussian tasks: x ~ N(0, Sigma_x), f(x) = w^T x with w ~ N(0, Sigma_w), noise sigma.
+
+Two samplers draw from the same law (THEORY.md section 1):
+
+- ``sample_prompts`` draws whole prompts (X, y, x_q, y_q). Needed wherever real prompts are:
+  prediction-level metrics, nuisance shares, the test loss, nonlinear comparisons.
+- ``sample_statistics`` draws only what one-layer linear self-attention's prediction depends on.
+  The prompt enters yhat = u^T Z M x_q only through Z = sum_i e_i e_i^T, and given w,
+  Z = L W L^T with L = [[L_x, 0], [w^T L_x, sigma]] and W ~ Wishart(n, I_{d+1}) independent of
+  w, x_q and the query noise. For fixed p = L^T u and q = L^T M x_q only the 2x2 block of W on
+  span(p, q) matters; its Bartlett factor [[c1, 0], [z, c2]] gives
+  p^T W q = (p.q) c1^2 + c1 z sqrt(|p|^2 |q|^2 - (p.q)^2), with c1^2 ~ chi2_n and z ~ N(0, 1).
+  So a prompt costs 2d + 3 random numbers whatever n is (see ``iclab.models.lsa``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from iclab.errors import ConfigError
+from iclab.tasks.base import Prompts
+from iclab.tasks.covariance import validate_covariance
+
+
+@dataclass(frozen=True)
+class GaussianStatistics:
+    """Everything an LSA prediction needs from a batch of linear Gaussian prompts.
+
+    w: (B, d) task vectors; x_q: (B, d) queries; y_q: (B,) query labels;
+    chi2: (B,) the Bartlett c1^2 ~ chi2_n; z: (B,) the Bartlett off-diagonal ~ N(0, 1);
+    chol_x: (d, d) lower Cholesky factor of Sigma_x (None for the identity); sigma, n: scalars.
+    """
+
+    w: torch.Tensor
+    x_q: torch.Tensor
+    y_q: torch.Tensor
+    chi2: torch.Tensor
+    z: torch.Tensor
+    chol_x: torch.Tensor | None
+    sigma: float
+    n: int
+
+
+def _cholesky_or_none(cov: np.ndarray | None) -> np.ndarray | None:
+    return None if cov is None else np.linalg.cholesky(cov)
+
+
+@dataclass(frozen=True)
+class LinearGaussian:
+    """The linear Gaussian task family of THEORY.md section 1.
+
+    d >= 1 input dimension, n >= 1 examples per prompt, sigma >= 0 label noise, cov_x and cov_w
+    (d, d) positive-definite covariances (None means the identity).
+    """
+
+    d: int
+    n: int
+    sigma: float
+    cov_x: np.ndarray | None = None
+    cov_w: np.ndarray | None = None
+    _chol_x: np.ndarray | None = field(init=False, repr=False, compare=False)
+    _chol_w: np.ndarray | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.d, bool) or not isinstance(self.d, int) or self.d < 1:
+            raise ConfigError(f"d must be an integer >= 1, got {self.d!r}")
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise ConfigError(f"n must be an integer >= 1, got {self.n!r}")
+        if not np.isfinite(self.sigma) or self.sigma < 0:
+            raise ConfigError(f"sigma must be a finite number >= 0, got {self.sigma!r}")
+        cov_x = None if self.cov_x is None else validate_covariance(self.cov_x, self.d, "cov_x")
+        cov_w = None if self.cov_w is None else validate_covariance(self.cov_w, self.d, "cov_w")
+        object.__setattr__(self, "cov_x", cov_x)
+        object.__setattr__(self, "cov_w", cov_w)
+        object.__setattr__(self, "_chol_x", _cholesky_or_none(cov_x))
+        object.__setattr__(self, "_chol_w", _cholesky_or_none(cov_w))
+
+    @property
+    def sigma_x(self) -> np.ndarray:
+        """Sigma_x as a float64 (d, d) array."""
+        return np.eye(self.d) if self.cov_x is None else self.cov_x
+
+    @property
+    def sigma_w(self) -> np.ndarray:
+        """Sigma_w as a float64 (d, d) array."""
+        return np.eye(self.d) if self.cov_w is None else self.cov_w
+
+    @staticmethod
+    def _factor(
+        chol: np.ndarray | None, dtype: torch.dtype, device: torch.device
+    ) -> torch.Tensor | None:
+        return None if chol is None else torch.as_tensor(chol, dtype=dtype, device=device)
+
+    def sample_prompts(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> Prompts:
+        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
+        device = generator.device
+        raw = torch.randn(batch, self.n + 1, self.d + 1, generator=generator, dtype=dtype,
+                          device=device)
+        w = torch.randn(batch, self.d, generator=generator, dtype=dtype, device=device)
+        inputs, noise = raw[..., : self.d], raw[..., self.d]   # (B, n+1, d), (B, n+1)
+        chol_x = self._factor(self._chol_x, dtype, device)
+        chol_w = self._factor(self._chol_w, dtype, device)
+        if chol_x is not None:
+            inputs = inputs @ chol_x.T
+        if chol_w is not None:
+            w = w @ chol_w.T
+        labels = torch.einsum("bkd,bd->bk", inputs, w) + self.sigma * noise  # (B, n+1)
+        return Prompts(
+            X=inputs[:, : self.n].contiguous(),
+            y=labels[:, : self.n].contiguous(),
+            x_q=inputs[:, self.n].contiguous(),
+            y_q=labels[:, self.n].contiguous(),
+        )
+
+    def sample_statistics(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> GaussianStatistics:
+        """Draw the sufficient statistics of ``batch`` prompts: 2d + 3 numbers each, any n."""
+        device = generator.device
+        d = self.d
+        normals = torch.randn(batch, 2 * d + 2, generator=generator, dtype=dtype, device=device)
+        w, x_q = normals[:, :d], normals[:, d : 2 * d]
+        chol_x = self._factor(self._chol_x, dtype, device)
+        chol_w = self._factor(self._chol_w, dtype, device)
+        if chol_x is not None:
+            x_q = x_q @ chol_x.T
+        if chol_w is not None:
+            w = w @ chol_w.T
+        y_q = (w * x_q).sum(-1) + self.sigma * normals[:, 2 * d]
+        shape = torch.full((batch,), self.n / 2, dtype=dtype, device=device)
+        chi2 = 2 * torch._standard_gamma(shape, generator=generator)
+        return GaussianStatistics(
+            w=w, x_q=x_q, y_q=y_q, chi2=chi2, z=normals[:, 2 * d + 1], chol_x=chol_x,
+            sigma=float(self.sigma), n=self.n,
+        )
+
+
+def parse_dimension(value: int, name: str, minimum: int = 1) -> int:
+    """Check an integer option such as d or n; raises ConfigError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value

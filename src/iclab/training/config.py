@@ -1,0 +1,133 @@
+"""The exact, JSON-serialisable configuration of a training run.
+
+A run is reproducible bit for bit on the CPU from this object alone: covariances are stored as
+matrices (not file names) and every random draw is seeded from ``seed``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from iclab.errors import ConfigError
+from iclab.models.lsa import LSAOptions
+from iclab.tasks.linear_gaussian import LinearGaussian
+
+FAMILIES = ("linear-gaussian",)
+SAMPLERS = ("auto", "statistics", "prompts")
+SCHEDULES = ("cosine", "constant")
+DEVICES = ("cpu", "cuda")
+
+
+def _int_at_least(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _finite_at_least(name: str, value: Any, minimum: float, strict: bool = False) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value > minimum if strict else value >= minimum)
+    if not ok:
+        relation = ">" if strict else ">="
+        raise ConfigError(f"{name} must be a finite number {relation} {minimum}, got {value!r}")
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a training run.
+
+    Task: d, n, sigma, cov_x / cov_w ((d, d) nested lists, None = identity), family.
+    Model: key_dim, value_dim (None = d+1), normalise, attend_query, init_scale.
+    Optimisation: steps, batch, lr (Adam, decayed by ``lr_schedule``), seed, sampler
+    ("statistics": the n-independent sufficient-statistic sampler; "prompts": whole prompts;
+    "auto": statistics wherever it applies), device.
+    Bookkeeping: checkpoint_every, log_every (steps), eval_prompts (fresh prompts for the test
+    loss).
+    """
+
+    d: int
+    n: int
+    sigma: float
+    cov_x: list[list[float]] | None = None
+    cov_w: list[list[float]] | None = None
+    family: str = "linear-gaussian"
+    key_dim: int | None = None
+    value_dim: int | None = None
+    normalise: bool = False
+    attend_query: bool = False
+    init_scale: float = 0.1
+    steps: int = 2000
+    batch: int = 4096
+    lr: float = 0.01
+    lr_schedule: str = "cosine"
+    seed: int = 0
+    sampler: str = "auto"
+    device: str = "cpu"
+    checkpoint_every: int = 500
+    log_every: int = 50
+    eval_prompts: int = 100_000
+
+    def validate(self) -> TrainConfig:
+        """Raise ConfigError naming the first bad value; return self when all are allowed."""
+        _int_at_least("d", self.d, 1)
+        _int_at_least("n", self.n, 1)
+        _finite_at_least("sigma", self.sigma, 0.0)
+        _choice("family", self.family, FAMILIES)
+        for name in ("key_dim", "value_dim"):
+            value = getattr(self, name)
+            if value is not None:
+                _int_at_least(name, value, 1)
+        _finite_at_least("init_scale", self.init_scale, 0.0, strict=True)
+        _int_at_least("steps", self.steps, 1)
+        _int_at_least("batch", self.batch, 1)
+        _finite_at_least("lr", self.lr, 0.0, strict=True)
+        _choice("lr_schedule", self.lr_schedule, SCHEDULES)
+        _int_at_least("seed", self.seed, 0)
+        _choice("sampler", self.sampler, SAMPLERS)
+        _choice("device", self.device, DEVICES)
+        _int_at_least("checkpoint_every", self.checkpoint_every, 1)
+        _int_at_least("log_every", self.log_every, 1)
+        _int_at_least("eval_prompts", self.eval_prompts, 2)
+        self.task()  # checks the covariances
+        return self
+
+    @property
+    def resolved_sampler(self) -> str:
+        """The sampler training uses: "statistics" or "prompts"."""
+        if self.sampler != "auto":
+            return self.sampler
+        return "statistics" if self.family == "linear-gaussian" else "prompts"
+
+    def task(self) -> LinearGaussian:
+        """The task family this run trains on."""
+        cov_x = None if self.cov_x is None else np.asarray(self.cov_x, dtype=np.float64)
+        cov_w = None if self.cov_w is None else np.asarray(self.cov_w, dtype=np.float64)
+        return LinearGaussian(self.d, self.n, float(self.sigma), cov_x, cov_w)
+
+    def model_options(self) -> LSAOptions:
+        return LSAOptions(self.d, self.key_dim, self.value_dim, self.normalise, self.attend_query)
+
+    def learning_rate(self, step: int) -> float:
+        """The learning rate used at ``step`` (0-based)."""
+        if self.lr_schedule == "constant":
+            return self.lr
+        return self.lr * 0.5 * (1.0 + math.cos(math.pi * step / self.steps))
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown config keys {unknown}; allowed: {sorted(known)}")
+        return cls(**data)

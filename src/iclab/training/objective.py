@@ -1,0 +1,41 @@
+"""The per-step training loss: a fresh batch from (seed, step), then mean squared error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from iclab.models.lsa import LinearSelfAttention
+from iclab.seeding import make_generator
+from iclab.tasks.linear_gaussian import LinearGaussian
+
+Objective = Callable[[int], torch.Tensor]
+"""step -> scalar loss on that step's fresh batch."""
+
+
+def make_objective(
+    task: LinearGaussian,
+    model: LinearSelfAttention,
+    sampler: str,
+    batch: int,
+    seed: int,
+    device: torch.device,
+) -> Objective:
+    """The loss of ``model`` on step s's batch, drawn with the "statistics" or "prompts" sampler."""
+    if sampler == "statistics":
+
+        def statistics_loss(step: int) -> torch.Tensor:
+            stats = task.sample_statistics(batch, make_generator(seed, "train", step, device))
+            return (model.forward_statistics(stats) - stats.y_q).square().mean()
+
+        return statistics_loss
+    if sampler == "prompts":
+
+        def prompts_loss(step: int) -> torch.Tensor:
+            prompts = task.sample_prompts(batch, make_generator(seed, "train", step, device))
+            yhat: torch.Tensor = model(prompts.X, prompts.y, prompts.x_q)
+            return (yhat - prompts.y_q).square().mean()
+
+        return prompts_loss
+    raise ValueError(f"unknown sampler {sampler!r}; allowed: statistics, prompts")
