@@ -1,7 +1,24 @@
 """In-context regression algorithms that models are compared with, behind one interface."""
 
 from iclab.algorithms.base import InContextAlgorithm
+from iclab.algorithms.baselines import (
+    BayesPosteriorMean,
+    KStepGD,
+    LeastSquares,
+    Ridge,
+    ZeroPredictor,
+)
 from iclab.algorithms.construct import lsa_from_gamma
 from iclab.algorithms.gd import OneStepGD, PreconditionedGD
 
-__all__ = ["InContextAlgorithm", "OneStepGD", "PreconditionedGD", "lsa_from_gamma"]
+__all__ = [
+    "BayesPosteriorMean",
+    "InContextAlgorithm",
+    "KStepGD",
+    "LeastSquares",
+    "OneStepGD",
+    "PreconditionedGD",
+    "Ridge",
+    "ZeroPredictor",
+    "lsa_from_gamma",
+]

@@ -1,0 +1,53 @@
+"""The Bayes risk of linear Gaussian tasks by Monte Carlo (THEORY.md section 5).
+
+The posterior mean is ridge with penalty sigma^2 Sigma_w^{-1}; its risk given X is
+sigma^2 + sigma^2 tr(Sigma_x (X^T X + sigma^2 Sigma_w^{-1})^{-1}), averaged here over X
+(a Rao-Blackwellised estimate: only X is sampled). With sigma = 0 the risk given X is
+E[(w^T x_q - w_hat^T x_q)^2 | X] = tr(Sigma_x Cov(w | X)), Cov(w | X) = Sigma_w - Sigma_w X^T
+(X Sigma_w X^T)^+ X Sigma_w.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from iclab.seeding import make_generator
+
+
+def bayes_risk(
+    n: int,
+    sigma: float,
+    sigma_x: np.ndarray,
+    sigma_w: np.ndarray,
+    prompts: int = 20_000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """(mean, standard error) of the Bayes-optimal predictor's loss, float64."""
+    d = sigma_x.shape[0]
+    generator = make_generator(seed, "bayes-risk")
+    chol_x = torch.as_tensor(np.linalg.cholesky(sigma_x))
+    cov_x = torch.as_tensor(sigma_x)
+    cov_w = torch.as_tensor(sigma_w)
+    risks = []
+    chunk = max(1, 2_000_000 // (n * d + d * d))
+    done = 0
+    while done < prompts:
+        size = min(chunk, prompts - done)
+        X = torch.randn(size, n, d, generator=generator, dtype=torch.float64) @ chol_x.T
+        if sigma > 0:
+            precision = X.transpose(1, 2) @ X + sigma**2 * torch.linalg.inv(cov_w)
+            risk = sigma**2 + sigma**2 * torch.einsum(
+                "ij,bji->b", cov_x, torch.linalg.inv(precision)
+            )
+        else:
+            XS = X @ cov_w                                        # (B, n, d)
+            kernel = torch.linalg.pinv(XS @ X.transpose(1, 2))   # (B, n, n)
+            posterior = cov_w - XS.transpose(1, 2) @ kernel @ XS  # (B, d, d)
+            risk = torch.einsum("ij,bji->b", cov_x, posterior)
+        risks.append(risk)
+        done += size
+    values = torch.cat(risks)
+    return float(values.mean()), float(values.std() / math.sqrt(values.numel()))
