@@ -1,0 +1,28 @@
+"""Small builders shared by the tests (not a test module)."""
+
+from __future__ import annotations
+
+import torch
+
+from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.seeding import make_generator
+from iclab.tasks.base import Prompts
+from iclab.tasks.linear_gaussian import LinearGaussian
+
+
+def random_lsa(
+    d: int, seed: int = 0, dtype: torch.dtype = torch.float64, **options: object
+) -> LinearSelfAttention:
+    """An LSA with O(1) random weights, so every nuisance term is present."""
+    return LinearSelfAttention(
+        LSAOptions(d, **options),  # type: ignore[arg-type]
+        make_generator(seed, "test-init"),
+        init_scale=1.0,
+        dtype=dtype,
+    )
+
+
+def prompts(d: int, n: int, batch: int = 64, seed: int = 0, sigma: float = 0.5) -> Prompts:
+    """Float64 linear Gaussian prompts."""
+    task = LinearGaussian(d, n, sigma)
+    return task.sample_prompts(batch, make_generator(seed, "test-prompts"), dtype=torch.float64)

@@ -1,0 +1,27 @@
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from iclab.seeding import derive_seed, make_generator
+
+
+@given(st.integers(0, 2**40), st.text(max_size=8), st.integers(0, 2**40))
+def test_derive_seed_is_a_63_bit_pure_function(seed: int, stream: str, step: int) -> None:
+    value = derive_seed(seed, stream, step)
+    assert 0 <= value < 2**63
+    assert value == derive_seed(seed, stream, step)
+
+
+def test_nearby_triples_do_not_collide() -> None:
+    seeds = {derive_seed(s, stream, t) for s in range(20) for t in range(20)
+             for stream in ("train", "eval")}
+    assert len(seeds) == 20 * 20 * 2
+    assert derive_seed(0, "train", 1) != derive_seed(1, "train", 0)
+
+
+def test_generator_reproduces_its_draws() -> None:
+    a = torch.randn(5, generator=make_generator(3, "train", 7))
+    b = torch.randn(5, generator=make_generator(3, "train", 7))
+    c = torch.randn(5, generator=make_generator(3, "train", 8))
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
