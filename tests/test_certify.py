@@ -75,7 +75,8 @@ def test_unfinished_runs_are_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 @pytest.mark.slow
 def test_a_trained_relu_run_is_certified(tmp_path: Path) -> None:
-    config = TrainConfig(d=3, n=10, sigma=0.5, family="relu", eval_prompts=50_000)
+    config = TrainConfig(d=3, n=6, sigma=0.5, family="relu", steps=1000, batch=2048,
+                         eval_prompts=50_000)
     result = train(config, tmp_path / "run", progress=False)
     assert result["eta_rel_err"] < 0.02
     report = certify_run(tmp_path / "run", test_prompts=100_000)

@@ -137,3 +137,21 @@ def test_user_families() -> None:
 def test_precision_is_checked() -> None:
     with pytest.raises(ConfigError, match="precision"):
         estimate_gd_optimum(generic_moment_draws(linear_draw, 2), 3, 2, 0.1, precision=0.0)
+
+
+def test_generic_monte_carlo_on_a_heavy_tailed_family() -> None:
+    # f = (u.x)^3, u uniform on the sphere: g_f = 3u, so G = 9, A = E z^6 = 15 and
+    # B = E[z^6 (z^2 + chi2_{d-1})] = 105 + 15 (d-1); the ratio then gives eta and L* exactly.
+    def cubic(inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        u = torch.randn(inputs.shape[0], inputs.shape[2], generator=generator,
+                        dtype=inputs.dtype)
+        return torch.einsum("bkd,bd->bk", inputs, u / u.norm(dim=-1, keepdim=True)) ** 3
+
+    n, d, sigma = 10, 4, 0.5
+    G, A, B = 9.0, 15.0, 105.0 + 15.0 * (d - 1)
+    eta = G / (B + sigma**2 * d + (n - 1) * G)
+    estimate = estimate_gd_optimum(generic_moment_draws(cubic, d), n, d, sigma,
+                                   precision=0.005, seed=8)
+    assert estimate.eta_stderr <= 0.005 * estimate.eta
+    assert abs(estimate.eta - eta) <= 3 * estimate.eta_stderr
+    assert abs(estimate.loss - (A + sigma**2 - n * eta * G)) <= 3 * estimate.loss_stderr

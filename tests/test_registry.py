@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -99,3 +100,14 @@ def test_unknown_names_name_the_allowed_ones(name: str) -> None:
         make_family(name, 2, 3, 0.1)
     with pytest.raises(ConfigError, match="unknown family"):
         check_family_name(name)
+
+
+def test_module_in_the_working_directory_is_found(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "cwd_family_mod.py").write_text(
+        "def zero(inputs, generator):\n    return inputs.sum(-1) * 0\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".")])
+    task = make_family("cwd_family_mod:zero", 2, 3, 0.0)
+    assert isinstance(task, FunctionTask) and not task.rotation_invariant
+    assert str(tmp_path) not in sys.path                     # the search path is restored

@@ -12,15 +12,17 @@ A user adds a family with a function that draws f's values on given inputs,
 
 either in Python, ``registry = FamilyRegistry(); registry.register_family("cubic", draw)``
 then ``registry.make_family("cubic", d, n, sigma)``, or from the command line as
-``--family my_module:draw`` (the module must be importable; a ``rotation_invariant = True``
-attribute on the function declares f's law rotation-invariant). No registry is global: a
-``FamilyRegistry`` is an ordinary object the caller owns.
+``--family my_module:draw`` (importable, or a file my_module.py in the working directory; a
+``rotation_invariant = True`` attribute on the function declares f's law rotation-invariant).
+No registry is global: a ``FamilyRegistry`` is an ordinary object the caller owns.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,11 +71,17 @@ def load_draw_function(spec: str) -> CustomFamily:
     if not _SPEC.match(spec):
         raise ConfigError(f"unknown family {spec!r}; allowed: {allowed_names()}")
     module_name, function_name = spec.split(":")
+    cwd_missing = os.getcwd() not in sys.path and "" not in sys.path
+    if cwd_missing:  # like ``python -m``: the working directory's modules are importable
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ConfigError(f"family {spec!r}: cannot import module {module_name!r} ({error})") \
             from None
+    finally:
+        if cwd_missing:
+            sys.path.remove(os.getcwd())
     draw = getattr(module, function_name, None)
     if not callable(draw):
         raise ConfigError(f"family {spec!r}: {module_name} has no function {function_name!r}")
