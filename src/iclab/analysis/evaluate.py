@@ -16,20 +16,20 @@ import torch
 from iclab.analysis.readout import gamma_relative_error, nuisance_shares, read_algorithm
 from iclab.models.lsa import LinearSelfAttention
 from iclab.seeding import make_generator
-from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.theory.gaussian import gaussian_optimum
+from iclab.tasks.registry import Family
+from iclab.theory.family_optimum import MONTE_CARLO, family_optimum
 
 ELEMENTS_PER_CHUNK = 4_000_000
 NUISANCE_PROMPTS = 20_000
 
 
-def _chunk_size(task: LinearGaussian, total: int) -> int:
+def _chunk_size(task: Family, total: int) -> int:
     per_prompt = (task.n + 1) * (task.d + 1)
     return max(1, min(total, ELEMENTS_PER_CHUNK // per_prompt))
 
 
 def test_loss(
-    model: LinearSelfAttention, task: LinearGaussian, prompts: int, seed: int
+    model: LinearSelfAttention, task: Family, prompts: int, seed: int
 ) -> tuple[float, float]:
     """Mean squared error on ``prompts`` fresh prompts and its standard error (float64)."""
     model64 = copy.deepcopy(model).to("cpu", torch.float64)
@@ -50,20 +50,27 @@ def test_loss(
 
 
 def evaluate(
-    model: LinearSelfAttention, task: LinearGaussian, eval_prompts: int, seed: int
+    model: LinearSelfAttention, task: Family, eval_prompts: int, seed: int
 ) -> dict[str, Any]:
     """eta_hat, eta_star, eta_rel_err, isotropy_err, gamma, gamma_star, gamma_rel_err,
-    gamma_star_isotropic, nuisance, test_loss, test_loss_stderr, loss_star."""
+    gamma_star_isotropic, nuisance, test_loss, test_loss_stderr, loss_star; and, where the
+    optimum is a Monte Carlo estimate (user families), method, eta_star_stderr and
+    loss_star_stderr.
+
+    The optimum is the family's (``iclab.theory.family_optimum``): closed forms for linear
+    Gaussian, anisotropic, relu and two-layer relu tasks. eta_star is tr(Gamma*)/d.
+    """
     learned = read_algorithm(model, task.n)
-    optimum = gaussian_optimum(task.n, task.sigma, task.sigma_x, task.sigma_w)
+    optimum = family_optimum(task, seed=seed)
+    eta_star = optimum.eta_or_trace
     loss, stderr = test_loss(model, task, eval_prompts, seed)
     nuisance_set = task.sample_prompts(
         min(NUISANCE_PROMPTS, eval_prompts), make_generator(seed, "nuisance"), torch.float64
     )
-    return {
+    result: dict[str, Any] = {
         "eta_hat": learned.eta_hat,
-        "eta_star": optimum.eta,
-        "eta_rel_err": abs(learned.eta_hat / optimum.eta - 1.0),
+        "eta_star": eta_star,
+        "eta_rel_err": abs(learned.eta_hat / eta_star - 1.0),
         "isotropy_err": learned.isotropy_err,
         "gamma": learned.gamma.tolist(),
         "gamma_star": optimum.gamma.tolist(),
@@ -74,3 +81,8 @@ def evaluate(
         "test_loss_stderr": stderr,
         "loss_star": optimum.loss,
     }
+    if optimum.method == MONTE_CARLO and optimum.stderr is not None:
+        result["method"] = optimum.method
+        result["eta_star_stderr"] = optimum.stderr.get("eta")
+        result["loss_star_stderr"] = optimum.stderr.get("loss")
+    return result

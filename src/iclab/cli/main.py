@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import click
 
 from iclab import __version__
+from iclab.cli.certify import certify_command
+from iclab.cli.theory import theory_command
 from iclab.cli.train import train_command
 from iclab.errors import ConfigError
 from iclab.training.loop import TrainingDivergedError
@@ -24,6 +26,8 @@ def cli() -> None:
 
 
 cli.add_command(train_command)
+cli.add_command(theory_command)
+cli.add_command(certify_command)
 
 
 def _fail(message: str, code: int) -> int:

@@ -1,4 +1,4 @@
-"""``iclab train``: train one LSA on linear Gaussian prompts and judge it against the theory."""
+"""``iclab train``: train one LSA on a task family's prompts and judge it against the theory."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from iclab.errors import ConfigError
 from iclab.tasks.covariance import load_covariance
 from iclab.training.config import TrainConfig
 from iclab.training.loop import train
@@ -22,7 +23,8 @@ def format_result(result: dict[str, Any]) -> str:
     """A short human-readable table of a run's result."""
     rows = [
         ("eta_hat (learned step size)", f"{result['eta_hat']:.6f}"),
-        ("eta* = tr(Gamma*)/d", f"{result['eta_star']:.6f}"),
+        ("eta* = tr(Gamma*)/d", f"{result['eta_star']:.6f}"
+         + (f" ± {result['eta_star_stderr']:.1e}" if result.get("eta_star_stderr") else "")),
         ("|eta_hat/eta* - 1|", f"{100 * result['eta_rel_err']:.3f} %"),
         ("isotropy error", f"{100 * result['isotropy_err']:.3f} %"),
         ("Gamma relative error", f"{100 * result['gamma_rel_err']:.3f} %"),
@@ -41,6 +43,10 @@ def format_result(result: dict[str, Any]) -> str:
 @click.option("--sigma", type=float, required=True, help="Label noise sigma >= 0.")
 @click.option("--cov-x", type=click.Path(dir_okay=False), help="Sigma_x as a (d, d) .npy file.")
 @click.option("--cov-w", type=click.Path(dir_okay=False), help="Sigma_w as a (d, d) .npy file.")
+@click.option("--family", type=str, default=DEFAULTS.family, show_default=True,
+              help="linear-gaussian, relu, two-layer-relu, anisotropic or MODULE:FUNCTION.")
+@click.option("--width", type=int, default=None,
+              help="Hidden width m of two-layer-relu [default: 8].")
 @click.option("--steps", type=int, default=DEFAULTS.steps, show_default=True)
 @click.option("--batch", type=int, default=DEFAULTS.batch, show_default=True,
               help="Fresh prompts per step.")
@@ -68,7 +74,8 @@ def format_result(result: dict[str, Any]) -> str:
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Run folder.")
 def train_command(
-    d: int, n: int, sigma: float, cov_x: str | None, cov_w: str | None, steps: int, batch: int,
+    d: int, n: int, sigma: float, cov_x: str | None, cov_w: str | None, family: str,
+    width: int | None, steps: int, batch: int,
     lr: float, lr_schedule: str, seed: int, device: str, sampler: str, key_dim: int | None,
     value_dim: int | None, normalise: bool, attend_query: bool, init_scale: float,
     checkpoint_every: int, log_every: int, eval_prompts: int, quiet: bool, out: str,
@@ -79,12 +86,14 @@ def train_command(
     OUT/result.json. Running the same command again resumes an interrupted run.
     """
     config = TrainConfig(
-        d=d, n=n, sigma=sigma, steps=steps, batch=batch, lr=lr, lr_schedule=lr_schedule,
-        seed=seed, device=device, sampler=sampler, key_dim=key_dim, value_dim=value_dim,
-        normalise=normalise, attend_query=attend_query, init_scale=init_scale,
+        d=d, n=n, sigma=sigma, family=family, width=width, steps=steps, batch=batch, lr=lr,
+        lr_schedule=lr_schedule, seed=seed, device=device, sampler=sampler, key_dim=key_dim,
+        value_dim=value_dim, normalise=normalise, attend_query=attend_query, init_scale=init_scale,
         checkpoint_every=checkpoint_every, log_every=log_every, eval_prompts=eval_prompts,
     )
     config.validate()  # scalar options first, so a bad --d is named before any file is read
+    if (cov_x is not None or cov_w is not None) and family != "linear-gaussian":
+        raise ConfigError(f"--cov-x/--cov-w apply only to --family linear-gaussian, not {family!r}")
     config = TrainConfig(**{**config.to_json(), "cov_x": _covariance(cov_x, d),
                             "cov_w": _covariance(cov_w, d)}).validate()
     result = train(config, Path(out), progress=not quiet)

@@ -15,8 +15,9 @@ import numpy as np
 from iclab.errors import ConfigError
 from iclab.models.lsa import LSAOptions
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.tasks.registry import FAMILY_NAMES, Family, check_family_name, make_family
 
-FAMILIES = ("linear-gaussian",)
+FAMILIES = FAMILY_NAMES
 SAMPLERS = ("auto", "statistics", "prompts")
 SCHEDULES = ("cosine", "constant")
 DEVICES = ("cpu", "cuda")
@@ -44,7 +45,9 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 class TrainConfig:
     """Everything that determines a training run.
 
-    Task: d, n, sigma, cov_x / cov_w ((d, d) nested lists, None = identity), family.
+    Task: d, n, sigma, cov_x / cov_w ((d, d) nested lists, None = identity; linear-gaussian
+    only), family (a name of ``iclab.tasks.registry`` or MODULE:FUNCTION), width (two-layer-relu
+    only; None = 8).
     Model: key_dim, value_dim (None = d+1), normalise, attend_query, init_scale.
     Optimisation: steps, batch, lr (Adam, decayed by ``lr_schedule``), seed, sampler
     ("statistics": the n-independent sufficient-statistic sampler; "prompts": whole prompts;
@@ -59,6 +62,7 @@ class TrainConfig:
     cov_x: list[list[float]] | None = None
     cov_w: list[list[float]] | None = None
     family: str = "linear-gaussian"
+    width: int | None = None
     key_dim: int | None = None
     value_dim: int | None = None
     normalise: bool = False
@@ -80,7 +84,9 @@ class TrainConfig:
         _int_at_least("d", self.d, 1)
         _int_at_least("n", self.n, 1)
         _finite_at_least("sigma", self.sigma, 0.0)
-        _choice("family", self.family, FAMILIES)
+        check_family_name(self.family)
+        if self.width is not None:
+            _int_at_least("width", self.width, 1)
         for name in ("key_dim", "value_dim"):
             value = getattr(self, name)
             if value is not None:
@@ -92,6 +98,11 @@ class TrainConfig:
         _choice("lr_schedule", self.lr_schedule, SCHEDULES)
         _int_at_least("seed", self.seed, 0)
         _choice("sampler", self.sampler, SAMPLERS)
+        if self.sampler == "statistics" and not isinstance(self.task(), LinearGaussian):
+            raise ConfigError(
+                f"sampler statistics needs a linear Gaussian family (linear-gaussian, "
+                f"anisotropic), not {self.family!r}; use prompts or auto"
+            )
         _choice("device", self.device, DEVICES)
         _int_at_least("checkpoint_every", self.checkpoint_every, 1)
         _int_at_least("log_every", self.log_every, 1)
@@ -104,13 +115,14 @@ class TrainConfig:
         """The sampler training uses: "statistics" or "prompts"."""
         if self.sampler != "auto":
             return self.sampler
-        return "statistics" if self.family == "linear-gaussian" else "prompts"
+        return "statistics" if isinstance(self.task(), LinearGaussian) else "prompts"
 
-    def task(self) -> LinearGaussian:
+    def task(self) -> Family:
         """The task family this run trains on."""
         cov_x = None if self.cov_x is None else np.asarray(self.cov_x, dtype=np.float64)
         cov_w = None if self.cov_w is None else np.asarray(self.cov_w, dtype=np.float64)
-        return LinearGaussian(self.d, self.n, float(self.sigma), cov_x, cov_w)
+        return make_family(self.family, self.d, self.n, float(self.sigma), self.width, cov_x,
+                           cov_w)
 
     def model_options(self) -> LSAOptions:
         return LSAOptions(self.d, self.key_dim, self.value_dim, self.normalise, self.attend_query)

@@ -9,13 +9,14 @@ import torch
 from iclab.models.lsa import LinearSelfAttention
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.tasks.registry import Family
 
 Objective = Callable[[int], torch.Tensor]
 """step -> scalar loss on that step's fresh batch."""
 
 
 def make_objective(
-    task: LinearGaussian,
+    task: Family,
     model: LinearSelfAttention,
     sampler: str,
     batch: int,
@@ -24,9 +25,12 @@ def make_objective(
 ) -> Objective:
     """The loss of ``model`` on step s's batch, drawn with the "statistics" or "prompts" sampler."""
     if sampler == "statistics":
+        if not isinstance(task, LinearGaussian):
+            raise ValueError("the statistics sampler needs a linear Gaussian task")
+        gaussian = task
 
         def statistics_loss(step: int) -> torch.Tensor:
-            stats = task.sample_statistics(batch, make_generator(seed, "train", step, device))
+            stats = gaussian.sample_statistics(batch, make_generator(seed, "train", step, device))
             return (model.forward_statistics(stats) - stats.y_q).square().mean()
 
         return statistics_loss

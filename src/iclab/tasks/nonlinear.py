@@ -1,0 +1,201 @@
+"""Nonlinear task families with x ~ N(0, I), and the anisotropic linear control.
+
+Every family here draws one task function f per prompt and evaluates it on all of the
+prompt's inputs (THEORY.md section 4):
+
+- ``ReluTask``: f(x) = relu(u^T x), u uniform on the unit sphere.
+- ``TwoLayerReluTask``: f(x) = a^T relu(W x) / sqrt(m), W_jk ~ N(0, 1/d), a_j ~ N(0, 1),
+  width m (default 8).
+- ``FunctionTask``: any user function ``draw(inputs, generator) -> values`` that draws one f
+  per row of ``inputs`` (B, k, d) and returns its values (B, k) (see ``iclab.tasks.registry``).
+- ``anisotropic_task``: the control that is not rotation-invariant, x ~ N(0, I),
+  f(x) = w^T x with w ~ N(0, diag(lambda)); it is a ``LinearGaussian`` with Sigma_w =
+  diag(lambda), so its optimum has a closed form and the sufficient-statistic sampler applies.
+  The default lambda is linearly spaced from 1/4 to 4 (``default_anisotropic_lambda``).
+
+Labels are y = f(x) + sigma * eps with eps ~ N(0, 1). Each family's ``draw_values`` is the one
+place its law is written; ``sample_prompts`` wraps it the same way for every family.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from iclab.errors import ConfigError
+from iclab.tasks.base import Prompts
+from iclab.tasks.linear_gaussian import LinearGaussian
+
+DrawFunction = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
+"""(inputs: (B, k, d), generator) -> f's values (B, k), one freshly drawn f per row."""
+
+DEFAULT_WIDTH = 8
+ANISOTROPIC_RANGE = (0.25, 4.0)
+
+
+def check_scalars(d: int, n: int, sigma: float) -> None:
+    """Raise ConfigError naming d, n or sigma when it is not allowed."""
+    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        raise ConfigError(f"d must be an integer >= 1, got {d!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"n must be an integer >= 1, got {n!r}")
+    if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not math.isfinite(sigma) \
+            or sigma < 0:
+        raise ConfigError(f"sigma must be a finite number >= 0, got {sigma!r}")
+
+
+def prompts_from_values(
+    draw: DrawFunction, n: int, d: int, sigma: float, batch: int, generator: torch.Generator,
+    dtype: torch.dtype,
+) -> Prompts:
+    """Prompts with x ~ N(0, I): inputs and noise first, then f's values from ``draw``."""
+    device = generator.device
+    raw = torch.randn(batch, n + 1, d + 1, generator=generator, dtype=dtype, device=device)
+    inputs, noise = raw[..., :d], raw[..., d]                  # (B, n+1, d), (B, n+1)
+    values = draw(inputs, generator)
+    if tuple(values.shape) != (batch, n + 1):
+        raise ConfigError(
+            f"a family's draw returned shape {tuple(values.shape)}, expected {(batch, n + 1)}"
+        )
+    labels = values.to(dtype) + sigma * noise                  # (B, n+1)
+    return Prompts(
+        X=inputs[:, :n].contiguous(),
+        y=labels[:, :n].contiguous(),
+        x_q=inputs[:, n].contiguous(),
+        y_q=labels[:, n].contiguous(),
+    )
+
+
+@dataclass(frozen=True)
+class ReluTask:
+    """f(x) = relu(u^T x), u uniform on the sphere S^{d-1}; x ~ N(0, I); noise sigma."""
+
+    d: int
+    n: int
+    sigma: float
+
+    name = "relu"
+    rotation_invariant = True
+
+    def __post_init__(self) -> None:
+        check_scalars(self.d, self.n, self.sigma)
+
+    def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """inputs: (B, k, d) -> relu(u^T x) for one u per row: (B, k)."""
+        batch = inputs.shape[0]
+        u = torch.randn(batch, self.d, generator=generator, dtype=inputs.dtype,
+                        device=inputs.device)
+        u = u / u.norm(dim=-1, keepdim=True)
+        return torch.relu(torch.einsum("bkd,bd->bk", inputs, u))
+
+    def sample_prompts(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> Prompts:
+        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
+        return prompts_from_values(self.draw_values, self.n, self.d, float(self.sigma), batch,
+                                   generator, dtype)
+
+
+@dataclass(frozen=True)
+class TwoLayerReluTask:
+    """f(x) = a^T relu(W x) / sqrt(m): W (m, d) with entries N(0, 1/d), a (m,) with N(0, 1)."""
+
+    d: int
+    n: int
+    sigma: float
+    width: int = DEFAULT_WIDTH
+
+    name = "two-layer-relu"
+    rotation_invariant = True
+
+    def __post_init__(self) -> None:
+        check_scalars(self.d, self.n, self.sigma)
+        if isinstance(self.width, bool) or not isinstance(self.width, int) or self.width < 1:
+            raise ConfigError(f"width must be an integer >= 1, got {self.width!r}")
+
+    def draw_weights(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float64
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One network per row: W (B, m, d) and a (B, m)."""
+        device = generator.device
+        W = torch.randn(batch, self.width, self.d, generator=generator, dtype=dtype,
+                        device=device) / math.sqrt(self.d)
+        a = torch.randn(batch, self.width, generator=generator, dtype=dtype, device=device)
+        return W, a
+
+    def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """inputs: (B, k, d) -> a^T relu(W x) / sqrt(m) for one (W, a) per row: (B, k)."""
+        W, a = self.draw_weights(inputs.shape[0], generator, inputs.dtype)
+        hidden = torch.relu(inputs @ W.transpose(1, 2))        # (B, k, m)
+        return (hidden @ a[..., None]).squeeze(-1) / math.sqrt(self.width)
+
+    def sample_prompts(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> Prompts:
+        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
+        return prompts_from_values(self.draw_values, self.n, self.d, float(self.sigma), batch,
+                                   generator, dtype)
+
+
+@dataclass(frozen=True)
+class FunctionTask:
+    """A user family: x ~ N(0, I), f's values drawn by ``draw`` (one f per row), noise sigma.
+
+    ``rotation_invariant`` is the user's claim that f o R has the law of f for every orthogonal
+    R; with it the optimum is one step of plain GD and its step size is estimated by the ratio
+    of THEORY.md section 4, without it by least squares over the LSA span.
+    """
+
+    d: int
+    n: int
+    sigma: float
+    draw: DrawFunction
+    name: str = "custom"
+    rotation_invariant: bool = False
+
+    def __post_init__(self) -> None:
+        check_scalars(self.d, self.n, self.sigma)
+        if not callable(self.draw):
+            raise ConfigError(f"family {self.name}: draw must be callable, got {self.draw!r}")
+
+    def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """inputs: (B, k, d) -> the user's f values (B, k), checked for shape."""
+        values = self.draw(inputs, generator)
+        if not isinstance(values, torch.Tensor) or tuple(values.shape) != tuple(inputs.shape[:2]):
+            shape = tuple(values.shape) if isinstance(values, torch.Tensor) else type(values)
+            raise ConfigError(
+                f"family {self.name}: draw must return a tensor of shape "
+                f"{tuple(inputs.shape[:2])} (batch, inputs), got {shape}"
+            )
+        return values.to(inputs.dtype)
+
+    def sample_prompts(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> Prompts:
+        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
+        return prompts_from_values(self.draw_values, self.n, self.d, float(self.sigma), batch,
+                                   generator, dtype)
+
+
+def default_anisotropic_lambda(d: int) -> np.ndarray:
+    """The anisotropic control's default variances: linearly spaced from 1/4 to 4, (d,).
+
+    For d = 1 there is one variance, 1/4 (a single coordinate cannot be anisotropic).
+    """
+    low, high = ANISOTROPIC_RANGE
+    return np.linspace(low, high, d) if d > 1 else np.array([low])
+
+
+def anisotropic_task(
+    d: int, n: int, sigma: float, lam: np.ndarray | None = None
+) -> LinearGaussian:
+    """x ~ N(0, I), w ~ N(0, diag(lam)): a LinearGaussian with Sigma_w = diag(lam)."""
+    check_scalars(d, n, sigma)
+    variances = default_anisotropic_lambda(d) if lam is None else np.asarray(lam, np.float64)
+    if variances.shape != (d,) or not np.all(np.isfinite(variances)) or np.any(variances <= 0):
+        raise ConfigError(f"anisotropic lambda must be {d} positive numbers, got {variances}")
+    return LinearGaussian(d, n, float(sigma), None, np.diag(variances))

@@ -1,0 +1,135 @@
+"""The optimal one-layer LSA for any task family, by closed form where known, else Monte Carlo.
+
+- linear Gaussian (and the anisotropic control, Sigma_w = diag(lambda)): Gamma* = Sigma_w
+  Sigma_x K^{-1} and L* in closed form (``iclab.theory.gaussian``); eta* where Gamma* is a
+  multiple of the identity; the Bayes risk by Monte Carlo (``iclab.theory.bayes``).
+- relu and two-layer relu: one step of plain GD with eta = 1/(n + 2d + 3 + 4 sigma^2 d) and
+  L* = 1/2 + sigma^2 - n eta / 4 (``iclab.theory.rotation_invariant``).
+- a user family declared rotation-invariant: eta and L* by the Monte Carlo ratio estimate.
+- any other user family: the span optimum by least squares (``iclab.theory.span``).
+
+``monte_carlo=True`` estimates even where a closed form exists (a check of the closed form):
+the ratio estimate for rotation-invariant families (per-network exact integrals for two-layer
+relu), the span optimum for Gaussian ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.tasks.nonlinear import FunctionTask, ReluTask, TwoLayerReluTask
+from iclab.tasks.registry import Family
+from iclab.theory.bayes import bayes_risk
+from iclab.theory.gaussian import gaussian_optimum
+from iclab.theory.rotation_invariant import (
+    DEFAULT_PRECISION,
+    GDOptimum,
+    estimate_gd_optimum,
+    generic_moment_draws,
+    relu_optimum,
+    two_layer_moment_draws,
+)
+from iclab.theory.span import span_optimum
+
+CLOSED_FORM, MONTE_CARLO = "closed-form", "monte-carlo"
+
+
+@dataclass(frozen=True)
+class FamilyOptimum:
+    """The optimal LSA of a family.
+
+    gamma: (d, d) Gamma*; eta: the optimal step size where Gamma* = eta I (else None);
+    loss: the optimal LSA loss; isotropic: whether Gamma* = eta I; method: "closed-form" or
+    "monte-carlo"; stderr: standard errors of the Monte Carlo values by name ("eta", "loss",
+    "gamma"), None for closed forms; bayes_loss (and its stderr): the Bayes risk where defined
+    (linear Gaussian families, when asked for), else None; draws: Monte Carlo sample size.
+    """
+
+    gamma: np.ndarray
+    eta: float | None
+    loss: float
+    isotropic: bool
+    method: str
+    stderr: dict[str, Any] | None = None
+    bayes_loss: float | None = None
+    bayes_loss_stderr: float | None = None
+    draws: int | None = None
+
+    @property
+    def eta_or_trace(self) -> float:
+        """eta where isotropic, else tr(Gamma*)/d."""
+        return self.eta if self.eta is not None else float(np.trace(self.gamma) / len(self.gamma))
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready: gamma as nested lists, every other field as is."""
+        return {
+            "gamma": self.gamma.tolist(), "eta": self.eta, "loss": self.loss,
+            "bayes_loss": self.bayes_loss, "bayes_loss_stderr": self.bayes_loss_stderr,
+            "method": self.method, "stderr": self.stderr, "isotropic": self.isotropic,
+            "draws": self.draws,
+        }
+
+
+def _from_gd(d: int, gd: GDOptimum, method: str) -> FamilyOptimum:
+    stderr = {"eta": gd.eta_stderr, "loss": gd.loss_stderr} if method == MONTE_CARLO else None
+    return FamilyOptimum(
+        gamma=gd.eta * np.eye(d), eta=gd.eta, loss=gd.loss, isotropic=True, method=method,
+        stderr=stderr, draws=gd.draws if method == MONTE_CARLO else None,
+    )
+
+
+def _gaussian(task: LinearGaussian, monte_carlo: bool, seed: int) -> FamilyOptimum:
+    closed = gaussian_optimum(task.n, task.sigma, task.sigma_x, task.sigma_w)
+    if not monte_carlo:
+        return FamilyOptimum(
+            gamma=closed.gamma, eta=closed.eta if closed.isotropic else None, loss=closed.loss,
+            isotropic=closed.isotropic, method=CLOSED_FORM,
+        )
+    return _span(task, seed, isotropic=closed.isotropic)
+
+
+def _span(task: Family, seed: int, isotropic: bool) -> FamilyOptimum:
+    span = span_optimum(task, seed=seed)
+    stderr: dict[str, Any] = {"loss": span.loss_stderr, "gamma": span.gamma_stderr.tolist()}
+    if isotropic:
+        stderr["eta"] = span.eta_stderr
+    return FamilyOptimum(
+        gamma=span.gamma, eta=span.eta if isotropic else None, loss=span.loss,
+        isotropic=isotropic, method=MONTE_CARLO, stderr=stderr, draws=span.fit_prompts,
+    )
+
+
+def family_optimum(
+    task: Family,
+    monte_carlo: bool = False,
+    precision: float = DEFAULT_PRECISION,
+    seed: int = 0,
+    bayes: bool = False,
+    bayes_prompts: int = 20_000,
+) -> FamilyOptimum:
+    """The optimal LSA of ``task``; see the module docstring.
+
+    precision: the Monte Carlo ratio estimate stops once stderr(eta) <= precision * eta;
+    bayes: also estimate the Bayes risk (linear Gaussian families only) from ``bayes_prompts``.
+    """
+    d, n, sigma = task.d, task.n, float(task.sigma)
+    if isinstance(task, LinearGaussian):
+        optimum = _gaussian(task, monte_carlo, seed)
+        if not bayes:
+            return optimum
+        risk, risk_se = bayes_risk(n, sigma, task.sigma_x, task.sigma_w, bayes_prompts, seed)
+        return replace(optimum, bayes_loss=risk, bayes_loss_stderr=risk_se)
+    if isinstance(task, ReluTask | TwoLayerReluTask) and not monte_carlo:
+        return _from_gd(d, relu_optimum(n, d, sigma), CLOSED_FORM)
+    if isinstance(task, TwoLayerReluTask):
+        draws = two_layer_moment_draws(task)
+    elif isinstance(task, ReluTask) or (isinstance(task, FunctionTask)
+                                        and task.rotation_invariant):
+        draws = generic_moment_draws(task.draw_values, d)
+    else:
+        return _span(task, seed, isotropic=False)
+    return _from_gd(d, estimate_gd_optimum(draws, n, d, sigma, precision, seed), MONTE_CARLO)
