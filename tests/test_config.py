@@ -44,7 +44,7 @@ def test_cosine_schedule_starts_at_lr_and_decays_to_zero() -> None:
         ("device", "tpu", "device must be one of cpu, cuda"),
         ("sampler", "magic", "sampler must be one of"),
         ("lr_schedule", "step", "lr_schedule must be one of"),
-        ("family", "quadratic", "family must be one of"),
+        ("family", "quadratic", "unknown family 'quadratic'; allowed: linear-gaussian"),
         ("key_dim", 0, "key_dim must be"),
     ],
 )
