@@ -9,6 +9,7 @@ import torch
 from iclab.models.lsa import LinearSelfAttention
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.theory.population import PopulationLoss
 
 Objective = Callable[[int], torch.Tensor]
 """step -> scalar loss on that step's fresh batch."""
@@ -22,7 +23,8 @@ def make_objective(
     seed: int,
     device: torch.device,
 ) -> Objective:
-    """The loss of ``model`` on step s's batch, drawn with the "statistics" or "prompts" sampler."""
+    """The loss of ``model`` at step s: on a fresh batch drawn with the "statistics" or "prompts"
+    sampler, or, with "exact", the exact population loss (no sampling; ``batch`` is unused)."""
     if sampler == "statistics":
 
         def statistics_loss(step: int) -> torch.Tensor:
@@ -38,4 +40,13 @@ def make_objective(
             return (yhat - prompts.y_q).square().mean()
 
         return prompts_loss
-    raise ValueError(f"unknown sampler {sampler!r}; allowed: statistics, prompts")
+    if sampler == "exact":
+        population = PopulationLoss.from_task(task, device)
+        options = model.options
+
+        def exact_loss(step: int) -> torch.Tensor:
+            u, M = model.effective()
+            return population(u, M, options.normalise, options.attend_query)
+
+        return exact_loss
+    raise ValueError(f"unknown sampler {sampler!r}; allowed: statistics, prompts, exact")
