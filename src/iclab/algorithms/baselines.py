@@ -7,11 +7,20 @@ gradient descent on L(w) = 1/2 sum_i (y_i - w^T x_i)^2 from w_0 = 0.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
 from iclab.algorithms.base import InContextAlgorithm
 from iclab.errors import ConfigError
+from iclab.tasks.covariance import validate_covariance
+
+
+def _finite_at_least_zero(name: str, value: float) -> float:
+    if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+        raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
 
 
 class ZeroPredictor(InContextAlgorithm):
@@ -39,9 +48,7 @@ class Ridge(InContextAlgorithm):
     name = "ridge"
 
     def __init__(self, lam: float = 1.0, penalty: np.ndarray | None = None) -> None:
-        if penalty is None and not lam >= 0:
-            raise ConfigError(f"ridge lambda must be >= 0, got {lam}")
-        self.lam = float(lam)
+        self.lam = _finite_at_least_zero("ridge lambda", lam) if penalty is None else float(lam)
         self.penalty = penalty
 
     def fit(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -65,13 +72,17 @@ class BayesPosteriorMean(Ridge):
 
     name = "bayes"
 
-    def __init__(self, sigma: float, sigma_w: np.ndarray | None = None, d: int | None = None):
-        if sigma < 0:
-            raise ConfigError(f"sigma must be >= 0, got {sigma}")
-        if sigma_w is None and d is None:
-            raise ConfigError("give sigma_w or d")
-        cov_w = np.eye(d) if sigma_w is None else np.asarray(sigma_w, dtype=np.float64)  # type: ignore[arg-type]
-        self.sigma = float(sigma)
+    def __init__(
+        self, sigma: float, sigma_w: np.ndarray | None = None, d: int | None = None
+    ) -> None:
+        self.sigma = _finite_at_least_zero("sigma", sigma)
+        if sigma_w is None:
+            if d is None:
+                raise ConfigError("give sigma_w or d")
+            cov_w = np.eye(d)
+        else:
+            dim = np.shape(sigma_w)[0] if d is None else d
+            cov_w = validate_covariance(np.asarray(sigma_w), dim, "sigma_w")
         self.sigma_w = cov_w
         super().__init__(penalty=sigma**2 * np.linalg.inv(cov_w))
 
@@ -94,6 +105,8 @@ class KStepGD(InContextAlgorithm):
     def __init__(self, eta: float, steps: int) -> None:
         if steps < 1:
             raise ConfigError(f"steps must be >= 1, got {steps}")
+        if not math.isfinite(eta):
+            raise ConfigError(f"eta must be a finite number, got {eta!r}")
         self.eta = float(eta)
         self.steps = int(steps)
 

@@ -71,6 +71,8 @@ def format_result(result: dict[str, Any]) -> str:
 @click.option("--log-every", type=int, default=DEFAULTS.log_every, show_default=True)
 @click.option("--eval-prompts", type=int, default=DEFAULTS.eval_prompts, show_default=True,
               help="Fresh prompts for the test loss.")
+@click.option("--exact", is_flag=True,
+              help="Train on the exact population loss (float64 L-BFGS, no sampling).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Run folder.")
 def train_command(
@@ -78,7 +80,7 @@ def train_command(
     width: int | None, steps: int, batch: int,
     lr: float, lr_schedule: str, seed: int, device: str, sampler: str, key_dim: int | None,
     value_dim: int | None, normalise: bool, attend_query: bool, init_scale: float,
-    checkpoint_every: int, log_every: int, eval_prompts: int, quiet: bool, out: str,
+    checkpoint_every: int, log_every: int, eval_prompts: int, exact: bool, quiet: bool, out: str,
 ) -> None:
     """Train a one-layer LSA and compare what it learned with the optimal one-step GD.
 
@@ -90,6 +92,7 @@ def train_command(
         lr_schedule=lr_schedule, seed=seed, device=device, sampler=sampler, key_dim=key_dim,
         value_dim=value_dim, normalise=normalise, attend_query=attend_query, init_scale=init_scale,
         checkpoint_every=checkpoint_every, log_every=log_every, eval_prompts=eval_prompts,
+        exact=exact,
     )
     config.validate()  # scalar options first, so a bad --d is named before any file is read
     if (cov_x is not None or cov_w is not None) and family != "linear-gaussian":

@@ -14,7 +14,9 @@ import math
 import numpy as np
 import torch
 
+from iclab.errors import ConfigError
 from iclab.seeding import make_generator
+from iclab.tasks.covariance import validate_covariance
 
 
 def bayes_risk(
@@ -25,8 +27,19 @@ def bayes_risk(
     prompts: int = 20_000,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """(mean, standard error) of the Bayes-optimal predictor's loss, float64."""
-    d = sigma_x.shape[0]
+    """(mean, standard error) of the Bayes-optimal predictor's loss, float64.
+
+    n >= 1, sigma >= 0, sigma_x and sigma_w (d, d) positive definite, prompts >= 2.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"n must be an integer >= 1, got {n!r}")
+    if not (isinstance(sigma, int | float) and math.isfinite(sigma) and sigma >= 0):
+        raise ConfigError(f"sigma must be a finite number >= 0, got {sigma!r}")
+    if isinstance(prompts, bool) or not isinstance(prompts, int) or prompts < 2:
+        raise ConfigError(f"prompts must be an integer >= 2, got {prompts!r}")
+    d = np.shape(sigma_x)[0]
+    sigma_x = validate_covariance(sigma_x, d, "sigma_x")
+    sigma_w = validate_covariance(sigma_w, d, "sigma_w")
     generator = make_generator(seed, "bayes-risk")
     chol_x = torch.as_tensor(np.linalg.cholesky(sigma_x))
     cov_x = torch.as_tensor(sigma_x)

@@ -54,6 +54,9 @@ class TrainConfig:
     "auto": statistics wherever it applies), device.
     Bookkeeping: checkpoint_every, log_every (steps), eval_prompts (fresh prompts for the test
     loss).
+    exact: train on the exact population loss (float64 L-BFGS, no sampling; see
+    ``iclab.training.exact``): batch, lr, lr_schedule and sampler do not apply and must keep
+    their defaults.
     """
 
     d: int
@@ -78,6 +81,7 @@ class TrainConfig:
     checkpoint_every: int = 500
     log_every: int = 50
     eval_prompts: int = 100_000
+    exact: bool = False
 
     def validate(self) -> TrainConfig:
         """Raise ConfigError naming the first bad value; return self when all are allowed."""
@@ -107,12 +111,30 @@ class TrainConfig:
         _int_at_least("checkpoint_every", self.checkpoint_every, 1)
         _int_at_least("log_every", self.log_every, 1)
         _int_at_least("eval_prompts", self.eval_prompts, 2)
+        if self.exact:
+            self._check_exact()
         self.task()  # checks the covariances
         return self
 
+    def _check_exact(self) -> None:
+        if not isinstance(self.task(), LinearGaussian):
+            raise ConfigError(
+                "exact training needs a linear Gaussian family (linear-gaussian, anisotropic), "
+                f"got {self.family!r}"
+            )
+        for name in ("batch", "lr", "lr_schedule", "sampler"):
+            default = next(f.default for f in fields(self) if f.name == name)
+            if getattr(self, name) != default:
+                raise ConfigError(
+                    f"{name} does not apply to exact training (L-BFGS on the exact loss); "
+                    f"leave it at {default!r}, got {getattr(self, name)!r}"
+                )
+
     @property
     def resolved_sampler(self) -> str:
-        """The sampler training uses: "statistics" or "prompts"."""
+        """The sampler training uses: "statistics", "prompts" or "exact" (no sampling)."""
+        if self.exact:
+            return "exact"
         if self.sampler != "auto":
             return self.sampler
         return "statistics" if isinstance(self.task(), LinearGaussian) else "prompts"
@@ -128,7 +150,9 @@ class TrainConfig:
         return LSAOptions(self.d, self.key_dim, self.value_dim, self.normalise, self.attend_query)
 
     def learning_rate(self, step: int) -> float:
-        """The learning rate used at ``step`` (0-based)."""
+        """The learning rate used at ``step`` (0-based); 1, L-BFGS's first trial step, if exact."""
+        if self.exact:
+            return 1.0
         if self.lr_schedule == "constant":
             return self.lr
         return self.lr * 0.5 * (1.0 + math.cos(math.pi * step / self.steps))

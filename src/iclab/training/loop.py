@@ -26,6 +26,7 @@ from iclab.models.lsa import LinearSelfAttention
 from iclab.seeding import make_generator
 from iclab.training.checkpoint import load_checkpoint, save_checkpoint
 from iclab.training.config import TrainConfig
+from iclab.training.exact import make_optimizer, take_step
 from iclab.training.objective import make_objective
 
 CONFIG, METRICS, CHECKPOINT, MODEL, RESULT = (
@@ -88,10 +89,11 @@ def train(config: TrainConfig, out_dir: Path, progress: bool = True) -> dict[str
         return result
     started = time.perf_counter()
     task = config.task()
+    dtype = torch.float64 if config.exact else torch.float32
     model = LinearSelfAttention(
-        config.model_options(), make_generator(config.seed, "init"), config.init_scale
+        config.model_options(), make_generator(config.seed, "init"), config.init_scale, dtype
     ).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimizer = make_optimizer(model, config)
     completed = 0
     if (out_dir / CHECKPOINT).exists():
         completed = load_checkpoint(out_dir / CHECKPOINT, model, optimizer)
@@ -106,11 +108,8 @@ def train(config: TrainConfig, out_dir: Path, progress: bool = True) -> dict[str
         for step in range(completed, config.steps):
             for group in optimizer.param_groups:
                 group["lr"] = config.learning_rate(step)
-            loss = objective(step)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]
-            optimizer.step()
-            running = running + loss.detach()
+            loss = take_step(optimizer, objective, step)
+            running = running + loss
             done = step + 1
             if done % config.log_every == 0 or done == config.steps:
                 count = done - max(completed, (done - 1) // config.log_every * config.log_every)

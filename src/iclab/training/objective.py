@@ -10,6 +10,7 @@ from iclab.models.lsa import LinearSelfAttention
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.registry import Family
+from iclab.theory.population import PopulationLoss
 
 Objective = Callable[[int], torch.Tensor]
 """step -> scalar loss on that step's fresh batch."""
@@ -23,7 +24,8 @@ def make_objective(
     seed: int,
     device: torch.device,
 ) -> Objective:
-    """The loss of ``model`` on step s's batch, drawn with the "statistics" or "prompts" sampler."""
+    """The loss of ``model`` at step s: on a fresh batch drawn with the "statistics" or "prompts"
+    sampler, or, with "exact", the exact population loss (no sampling; ``batch`` is unused)."""
     if sampler == "statistics":
         if not isinstance(task, LinearGaussian):
             raise ValueError("the statistics sampler needs a linear Gaussian task")
@@ -42,4 +44,15 @@ def make_objective(
             return (yhat - prompts.y_q).square().mean()
 
         return prompts_loss
-    raise ValueError(f"unknown sampler {sampler!r}; allowed: statistics, prompts")
+    if sampler == "exact":
+        if not isinstance(task, LinearGaussian):
+            raise ValueError("exact training needs a linear Gaussian task")
+        population = PopulationLoss.from_task(task, device)
+        options = model.options
+
+        def exact_loss(step: int) -> torch.Tensor:
+            u, M = model.effective()
+            return population(u, M, options.normalise, options.attend_query)
+
+        return exact_loss
+    raise ValueError(f"unknown sampler {sampler!r}; allowed: statistics, prompts, exact")
