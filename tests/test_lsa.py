@@ -73,3 +73,38 @@ def test_bad_widths_are_refused(width: int) -> None:
         LSAOptions(3, key_dim=width)
     with pytest.raises(ConfigError, match="value_dim must be"):
         LSAOptions(3, value_dim=width)
+
+
+def test_gd_subspace_initialisation_has_no_nuisance_coordinates() -> None:
+    options = LSAOptions(4, key_dim=3, value_dim=6)
+    model = LinearSelfAttention(options, make_generator(0, "init"), init="gd-subspace")
+    with torch.no_grad():
+        u, M = model.effective()
+    assert float(u[:4].abs().max()) == 0.0 and float(M[4].abs().max()) == 0.0
+    assert float(u[4].abs()) > 0 and float(M[:4].abs().min()) > 0
+    random = LinearSelfAttention(options, make_generator(0, "init"), init="random")
+    with torch.no_grad():
+        u, M = random.effective()
+    assert float(u[:4].abs().min()) > 0 and float(M[4].abs().min()) > 0
+    with pytest.raises(ConfigError, match="init must be one of random, gd-subspace"):
+        LinearSelfAttention(options, init="zeros")
+
+
+def test_gd_subspace_is_invariant_under_the_population_gradient() -> None:
+    """At u_x = 0, m_y = 0 the exact loss's gradient in W_V[:, :d] and W_K[:, d] vanishes."""
+    import numpy as np
+
+    from iclab.tasks.linear_gaussian import LinearGaussian
+    from iclab.theory.population import PopulationLoss
+
+    d = 3
+    cov_x = np.diag([0.5, 1.0, 2.0])
+    model = LinearSelfAttention(LSAOptions(d), make_generator(1, "init"), init_scale=0.5,
+                                dtype=torch.float64, init="gd-subspace")
+    population = PopulationLoss.from_task(LinearGaussian(d, 7, 0.4, cov_x, np.eye(d)))
+    u, M = model.effective()
+    population(u, M, False, False).backward()
+    assert model.W_V.grad is not None and model.W_K.grad is not None
+    scale = float(model.W_Q.grad.abs().max())  # type: ignore[union-attr]
+    assert float(model.W_V.grad[:, :d].abs().max()) <= 1e-12 * scale
+    assert float(model.W_K.grad[:, d].abs().max()) <= 1e-12 * scale

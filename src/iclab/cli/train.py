@@ -66,6 +66,9 @@ def format_result(result: dict[str, Any]) -> str:
 @click.option("--attend-query/--no-attend-query", default=False, show_default=True,
               help="Let the query token attend to itself.")
 @click.option("--init-scale", type=float, default=DEFAULTS.init_scale, show_default=True)
+@click.option("--init", "init", type=str, default=DEFAULTS.init, show_default=True,
+              help="gd-subspace (u_x = m_y = 0 at the start) or random (every weight "
+                   "random; can end in a non-global local minimum).")
 @click.option("--checkpoint-every", type=int, default=DEFAULTS.checkpoint_every,
               show_default=True)
 @click.option("--log-every", type=int, default=DEFAULTS.log_every, show_default=True)
@@ -79,7 +82,7 @@ def train_command(
     d: int, n: int, sigma: float, cov_x: str | None, cov_w: str | None, family: str,
     width: int | None, steps: int, batch: int,
     lr: float, lr_schedule: str, seed: int, device: str, sampler: str, key_dim: int | None,
-    value_dim: int | None, normalise: bool, attend_query: bool, init_scale: float,
+    value_dim: int | None, normalise: bool, attend_query: bool, init_scale: float, init: str,
     checkpoint_every: int, log_every: int, eval_prompts: int, exact: bool, quiet: bool, out: str,
 ) -> None:
     """Train a one-layer LSA and compare what it learned with the optimal one-step GD.
@@ -91,6 +94,7 @@ def train_command(
         d=d, n=n, sigma=sigma, family=family, width=width, steps=steps, batch=batch, lr=lr,
         lr_schedule=lr_schedule, seed=seed, device=device, sampler=sampler, key_dim=key_dim,
         value_dim=value_dim, normalise=normalise, attend_query=attend_query, init_scale=init_scale,
+        init=init,
         checkpoint_every=checkpoint_every, log_every=log_every, eval_prompts=eval_prompts,
         exact=exact,
     )

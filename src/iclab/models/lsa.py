@@ -54,8 +54,20 @@ class LSAOptions:
         return self.d + 1 if self.value_dim is None else self.value_dim
 
 
+INIT_SCHEMES = ("random", "gd-subspace")
+
+
 class LinearSelfAttention(nn.Module):
-    """One-layer linear self-attention read out at the query token."""
+    """One-layer linear self-attention read out at the query token.
+
+    Initialisation (every weight N(0, init_scale^2), drawn from ``generator``):
+    - "random": all weights random;
+    - "gd-subspace": then the keys' label column W_K[:, d] and the values' input columns
+      W_V[:, :d] set to 0, so u_x = 0 and m_y = 0: no nuisance term at the start. This set is
+      invariant under gradient flow on the population loss (the gradients in those coordinates
+      are odd in (w, noise) there and average to 0), and it excludes the non-global local minima
+      in which u_x is parallel to m_y and the x_y nuisance carries part of the GD term.
+    """
 
     W_K: nn.Parameter
     W_Q: nn.Parameter
@@ -68,8 +80,11 @@ class LinearSelfAttention(nn.Module):
         generator: torch.Generator | None = None,
         init_scale: float = 0.1,
         dtype: torch.dtype = torch.float32,
+        init: str = "random",
     ) -> None:
         super().__init__()
+        if init not in INIT_SCHEMES:
+            raise ConfigError(f"init must be one of {', '.join(INIT_SCHEMES)}; got {init!r}")
         self.options = options
         d1, k, m = options.d + 1, options.k, options.m
         device = generator.device if generator is not None else torch.device("cpu")
@@ -82,6 +97,10 @@ class LinearSelfAttention(nn.Module):
         self.W_Q = draw(k, d1)
         self.W_V = draw(m, d1)
         self.h = draw(m)
+        if init == "gd-subspace":
+            with torch.no_grad():
+                self.W_K[:, options.d] = 0.0
+                self.W_V[:, : options.d] = 0.0
 
     @property
     def d(self) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from iclab.errors import ConfigError
-from iclab.models.lsa import LSAOptions
+from iclab.models.lsa import INIT_SCHEMES, LSAOptions
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.registry import FAMILY_NAMES, Family, check_family_name, make_family
 
@@ -48,7 +48,8 @@ class TrainConfig:
     Task: d, n, sigma, cov_x / cov_w ((d, d) nested lists, None = identity; linear-gaussian
     only), family (a name of ``iclab.tasks.registry`` or MODULE:FUNCTION), width (two-layer-relu
     only; None = 8).
-    Model: key_dim, value_dim (None = d+1), normalise, attend_query, init_scale.
+    Model: key_dim, value_dim (None = d+1), normalise, attend_query, init_scale, init ("gd-subspace",
+    the default: u_x = m_y = 0 at the start, or "random"; see ``iclab.models.lsa``).
     Optimisation: steps, batch, lr (Adam, decayed by ``lr_schedule``), seed, sampler
     ("statistics": the n-independent sufficient-statistic sampler; "prompts": whole prompts;
     "auto": statistics wherever it applies), device.
@@ -71,6 +72,7 @@ class TrainConfig:
     normalise: bool = False
     attend_query: bool = False
     init_scale: float = 0.1
+    init: str = "gd-subspace"
     steps: int = 2000
     batch: int = 4096
     lr: float = 0.01
@@ -96,6 +98,7 @@ class TrainConfig:
             if value is not None:
                 _int_at_least(name, value, 1)
         _finite_at_least("init_scale", self.init_scale, 0.0, strict=True)
+        _choice("init", self.init, INIT_SCHEMES)
         _int_at_least("steps", self.steps, 1)
         _int_at_least("batch", self.batch, 1)
         _finite_at_least("lr", self.lr, 0.0, strict=True)

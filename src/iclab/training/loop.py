@@ -91,7 +91,8 @@ def train(config: TrainConfig, out_dir: Path, progress: bool = True) -> dict[str
     task = config.task()
     dtype = torch.float64 if config.exact else torch.float32
     model = LinearSelfAttention(
-        config.model_options(), make_generator(config.seed, "init"), config.init_scale, dtype
+        config.model_options(), make_generator(config.seed, "init"), config.init_scale, dtype,
+        config.init,
     ).to(device)
     optimizer = make_optimizer(model, config)
     completed = 0
