@@ -48,8 +48,9 @@ class TrainConfig:
     Task: d, n, sigma, cov_x / cov_w ((d, d) nested lists, None = identity; linear-gaussian
     only), family (a name of ``iclab.tasks.registry`` or MODULE:FUNCTION), width (two-layer-relu
     only; None = 8).
-    Model: key_dim, value_dim (None = d+1), normalise, attend_query, init_scale, init ("gd-subspace",
-    the default: u_x = m_y = 0 at the start, or "random"; see ``iclab.models.lsa``).
+    Model: key_dim, value_dim (None = d+1), normalise, attend_query, init_scale, init
+    ("gd-subspace", the default: u_x = m_y = 0 at the start, or "random"; see
+    ``iclab.models.lsa``).
     Optimisation: steps, batch, lr (Adam, decayed by ``lr_schedule``), seed, sampler
     ("statistics": the n-independent sufficient-statistic sampler; "prompts": whole prompts;
     "auto": statistics wherever it applies), device.
