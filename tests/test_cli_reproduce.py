@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from iclab.cli.main import main
+from iclab.training.config import FAMILIES
 
 SPEC = """name = "cli"
 [defaults]
@@ -82,6 +83,8 @@ def test_reproduce_help_names_its_options(capsys: pytest.CaptureFixture[str]) ->
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not {"relu", "two-layer-relu", "anisotropic"} <= set(FAMILIES),
+                    reason="the built-in specs need the nonlinear task families")
 def test_reproduce_quick_holds_every_claim_within_two_minutes(tmp_path: Path) -> None:
     out = tmp_path / "quick"
     started = time.perf_counter()

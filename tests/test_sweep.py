@@ -57,11 +57,11 @@ def test_each_point_is_a_run_folder_named_by_its_config_hash(tmp_path: Path) -> 
     assert again.seen == []  # finished runs are skipped
 
 
-def test_results_do_not_depend_on_the_number_of_workers(tmp_path: Path) -> None:
-    spec = parse_spec(TINY, "tiny")
-    run_sweep(spec, tmp_path / "one", Recording(), progress=False)
+def test_results_do_not_depend_on_the_executor_or_workers(tmp_path: Path) -> None:
+    spec = parse_spec({**TINY, "defaults": {**TINY["defaults"], "steps": 10}}, "tiny")
+    run_sweep(spec, tmp_path / "here", Recording(), progress=False)
     run_sweep(spec, tmp_path / "two", LocalExecutor(2), progress=False)
-    assert (tmp_path / "one" / "results.csv").read_bytes() == \
+    assert (tmp_path / "here" / "results.csv").read_bytes() == \
         (tmp_path / "two" / "results.csv").read_bytes()
 
 
@@ -94,8 +94,8 @@ def test_ray_missing_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
 KILL_SPEC = """name = "kill"
 [defaults]
 d = 3
-steps = 300
-batch = 256
+steps = 200
+batch = 128
 eval_prompts = 2000
 checkpoint_every = 20
 [[groups]]
@@ -119,13 +119,13 @@ def test_killed_with_sigkill_and_run_again_gives_identical_results(tmp_path: Pat
     runs = tmp_path / "killed" / "runs"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until some checkpoints, not all results, exist
-        if len(list(runs.glob("*/checkpoint.safetensors"))) >= 2:
+        if list(runs.glob("*/checkpoint.safetensors")):
             break
         time.sleep(0.05)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     assert len(list(runs.glob("*/result.json"))) < 4
-    assert _sweep(spec, tmp_path / "killed").wait() == 0
+    run_sweep(load_spec(spec), tmp_path / "killed", Recording(), progress=False)  # resume
     run_sweep(load_spec(spec), tmp_path / "clean", Recording(), progress=False)
     assert (tmp_path / "killed" / "results.csv").read_bytes() == \
         (tmp_path / "clean" / "results.csv").read_bytes()
