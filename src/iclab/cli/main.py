@@ -13,9 +13,13 @@ import click
 
 from iclab import __version__
 from iclab.cli.certify import certify_command
+from iclab.cli.reproduce import reproduce_command
+from iclab.cli.sweep import sweep_command
 from iclab.cli.theory import theory_command
 from iclab.cli.train import train_command
 from iclab.errors import ConfigError
+from iclab.experiments.claims import ClaimsNotHeldError
+from iclab.experiments.sweep import SweepError
 from iclab.training.loop import TrainingDivergedError
 
 
@@ -28,6 +32,8 @@ def cli() -> None:
 cli.add_command(train_command)
 cli.add_command(theory_command)
 cli.add_command(certify_command)
+cli.add_command(sweep_command)
+cli.add_command(reproduce_command)
 
 
 def _fail(message: str, code: int) -> int:
@@ -49,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except ConfigError as error:
         return _fail(str(error), 2)
-    except TrainingDivergedError as error:
+    except (TrainingDivergedError, SweepError, ClaimsNotHeldError) as error:
         return _fail(str(error), 1)
     except click.exceptions.Abort:
         return _fail("aborted", 130)

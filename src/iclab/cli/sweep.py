@@ -1,0 +1,82 @@
+"""``iclab sweep SPEC --out DIR``: run a spec's sweep, then its claims and report if it has any."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from iclab.experiments.claims import Claim, ClaimsNotHeldError
+from iclab.experiments.spec import Spec, load_spec
+from iclab.experiments.sweep import EXECUTORS, make_executor, run_sweep
+
+
+def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--executor, --address, --workers and --quiet, shared by sweep and reproduce."""
+    options = [
+        click.option("--executor", type=click.Choice(EXECUTORS), default="local",
+                     show_default=True, help="local processes, or Ray tasks (iclab[ray])."),
+        click.option("--address", default=None,
+                     help="Ray cluster address (ray://host:10001, host:6379, auto) "
+                          "[default: start a local Ray instance and stop it afterwards]."),
+        click.option("--workers", type=int, default=None,
+                     help="Parallel runs [default: one per core]."),
+        click.option("--quiet", is_flag=True, help="No progress bar."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def format_claims(claims: list[Claim]) -> str:
+    """One line per claim: verdict, learned value, theory, tolerance and the claim."""
+    lines = []
+    for claim in claims:
+        verdict = "holds" if claim.holds else "FAILS"
+        lines.append(f"{verdict:<6} {claim.value:>10.5g} vs {claim.theory:<10.5g} "
+                     f"(tol {100 * claim.tolerance:g}%)  {claim.claim}")
+    return "\n".join(lines)
+
+
+def sweep_and_report(load: Callable[[], Spec], out: str, executor: str, address: str | None,
+                     workers: int | None, quiet: bool) -> None:
+    """Run the spec ``load`` returns into ``out``; with claims, write the report and raise
+    ClaimsNotHeldError (exit code 1) if one does not hold."""
+    out_dir = Path(out)
+    started = time.perf_counter()
+    runner = make_executor(executor, workers, address)  # bad options first, before any work
+    spec = load()
+    records = run_sweep(spec, out_dir, runner, progress=not quiet)
+    click.echo(f"{len(records)} runs finished in {out_dir / 'runs'}; "
+               f"results in {out_dir / 'results.csv'}")
+    if not spec.claims:
+        return
+    from iclab.experiments.report import write_report  # matplotlib: only when reporting
+
+    claims = write_report(spec, records, out_dir)
+    click.echo(format_claims(claims))
+    failed = sum(not claim.holds for claim in claims)
+    click.echo(f"{len(claims) - failed} of {len(claims)} claims hold; report: "
+               f"{out_dir / 'report.html'} ({time.perf_counter() - started:.0f} s)")
+    if failed:
+        raise ClaimsNotHeldError(f"{failed} of {len(claims)} claims do not hold; see "
+                                 f"{out_dir / 'report.html'}")
+
+
+@click.command("sweep")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--out", type=click.Path(file_okay=False), required=True,
+              help="Sweep folder: runs/<config hash>/, results.csv, timings.csv, report.")
+@executor_options
+def sweep_command(spec: str, out: str, executor: str, address: str | None,
+                  workers: int | None, quiet: bool) -> None:
+    """Run every point of the experiment spec SPEC (.toml or .json), skipping finished runs.
+
+    Writes OUT/runs/<config hash>/ per run, OUT/results.csv and OUT/timings.csv, and, when
+    the spec declares claims, OUT/claims.json, OUT/report.md, OUT/report.html and the figures.
+    Killed, it resumes when run again. Exit code 1 if a run fails or a claim does not hold.
+    """
+    sweep_and_report(lambda: load_spec(spec), out, executor, address, workers, quiet)

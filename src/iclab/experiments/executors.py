@@ -1,0 +1,122 @@
+"""Running a sweep's runs: the task a worker executes, and the local process-pool executor.
+
+Every run is deterministic on the CPU from its config alone, and each worker trains with one
+torch thread, so results do not depend on the executor or the number of workers. A worker
+holds an exclusive lock on its run while training: if a killed sweep leaves an orphan worker
+behind, a new sweep waits for it instead of writing the same folder twice (and orphans notice
+their parent is gone and exit).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from iclab.errors import ConfigError
+
+PARENT_POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """What a worker needs: the run's id, its config (JSON form), its folder and lock file."""
+
+    run_id: str
+    config: dict[str, Any]
+    run_dir: str
+    lock_path: str
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended: ``error`` is None on success, else one line naming the failure."""
+
+    run_id: str
+    error: str | None
+    seconds: float
+
+
+def execute_run(task: RunTask) -> RunOutcome:
+    """Train (or resume, or skip) one run in its folder; never raises."""
+    import torch
+
+    from iclab.training.config import TrainConfig
+    from iclab.training.loop import train
+
+    torch.set_num_threads(1)
+    started = time.perf_counter()
+    try:
+        Path(task.lock_path).parent.mkdir(parents=True, exist_ok=True)
+        with open(task.lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            train(TrainConfig.from_json(task.config), Path(task.run_dir), progress=False)
+    except Exception as error:
+        return RunOutcome(task.run_id, f"{type(error).__name__}: {error}",
+                          time.perf_counter() - started)
+    return RunOutcome(task.run_id, None, time.perf_counter() - started)
+
+
+class Executor(Protocol):
+    """Runs tasks, calling ``on_done`` in the calling thread as each one finishes."""
+
+    def run(self, tasks: Sequence[RunTask], on_done: Callable[[RunOutcome], None]) -> None:
+        ...
+
+
+def default_workers() -> int:
+    """One worker per core available to this process."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+        return max(1, os.cpu_count() or 1)
+
+
+def check_workers(workers: int | None) -> int:
+    """``workers`` validated (None means one per core)."""
+    if workers is None:
+        return default_workers()
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"workers must be an integer >= 1, got {workers!r}")
+    return workers
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(PARENT_POLL_SECONDS)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _init_worker(parent: int) -> None:
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+class LocalExecutor:
+    """Runs tasks in ``workers`` spawned processes on this machine."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = check_workers(workers)
+
+    def run(self, tasks: Sequence[RunTask], on_done: Callable[[RunOutcome], None]) -> None:
+        if not tasks:
+            return
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(self.workers, len(tasks)), mp_context=context,
+                                 initializer=_init_worker, initargs=(os.getpid(),)) as pool:
+            pending: set[Future[RunOutcome]] = {pool.submit(execute_run, t) for t in tasks}
+            try:
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        on_done(future.result())
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise

@@ -1,0 +1,290 @@
+"""Declarative experiment specs: a TOML (or JSON) file of groups of runs and the claims on them.
+
+Schema (every key but ``groups`` is optional)::
+
+    name = "my-sweep"                 # used in the report's title
+    description = "..."               # a paragraph for the report
+    [defaults]                        # TrainConfig fields shared by every group
+    d = 5
+    steps = 500
+    [covariances]                     # named covariance expressions (see below)
+    S = [[2.0, 0.5], [0.5, 1.0]]
+    [sections]                        # report section name -> explanatory paragraph
+    "Theorem 1" = "..."
+    [[groups]]                        # one group = a grid of runs
+    name = "theorem1-sigma"           # lower-case letters, digits, '-'
+    seeds = [0, 1]                    # default [0]
+    n = 10                            # any TrainConfig field; a list is a swept axis
+    sigma = [0.0, 0.5, 1.0]
+    cov_x = "S"                       # covariance expression; never an axis
+    [[claims]]                        # a verdict computed from a group's results
+    section = "Theorem 1"
+    kind = "eta"                      # see CLAIM_KINDS
+    group = "theorem1-sigma"
+    tolerance = 0.02
+    reference = "theorem1"            # kind-specific option, see CLAIM_OPTIONS
+
+A group expands to the Cartesian product of its list-valued fields (in the order written),
+each point once per seed. Covariance expressions: absent or null (identity), a name from
+``[covariances]``, a (d, d) nested list, ``{diag = [...]}``, or ``{inverse = EXPR}``.
+Every point becomes a TrainConfig, validated when the spec is loaded, and a run folder named
+by the hash of that config; a config reached by several groups is one run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass, fields
+from importlib import resources
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+from iclab.errors import ConfigError
+from iclab.experiments.covariances import resolve_covariance
+from iclab.training.config import TrainConfig
+
+BUILTIN_SPECS = ("reproduce", "reproduce-quick")
+CLAIM_KINDS = ("eta", "isotropy", "gamma", "not-multiple", "test-loss", "above-bayes")
+CLAIM_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
+    "eta": {"reference": ("optimum", "theorem1")},
+    "gamma": {"target": ("optimum", "preconditioned")},
+    "not-multiple": {"of": ("identity", "inverse-cov-x")},
+}
+_SPEC_KEYS = ("name", "description", "defaults", "covariances", "sections", "groups", "claims")
+_CLAIM_KEYS = ("section", "kind", "group", "tolerance", "statement", "separation")
+_COVARIANCE_FIELDS = ("cov_x", "cov_w")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+def config_hash(config: TrainConfig) -> str:
+    """16 hex digits identifying a run: a hash of its canonical JSON config."""
+    text = json.dumps(config.to_json(), sort_keys=True, separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a sweep: its config, folder name, the groups it belongs to, covariance labels."""
+
+    config: TrainConfig
+    run_id: str
+    groups: tuple[str, ...]
+    cov_x_label: str
+    cov_w_label: str
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """A claim to check on ``group``'s results: kind, tolerance and kind-specific options."""
+
+    section: str
+    kind: str
+    group: str
+    tolerance: float
+    options: dict[str, str]
+    statement: str | None = None
+    separation: float = 5.0
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """A named grid of runs: its points in spec order (seeds innermost) and the swept axes."""
+
+    name: str
+    points: tuple[Point, ...]
+    axes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A loaded, validated spec."""
+
+    name: str
+    description: str
+    source: str
+    groups: tuple[GroupSpec, ...]
+    claims: tuple[ClaimSpec, ...]
+    sections: dict[str, str]
+
+    def points(self) -> list[Point]:
+        """Every distinct run once, in spec order, each listing all groups it belongs to."""
+        order: dict[str, Point] = {}
+        for group in self.groups:
+            for point in group.points:
+                known = order.get(point.run_id)
+                if known is None:
+                    order[point.run_id] = point
+                elif group.name not in known.groups:
+                    order[point.run_id] = Point(known.config, known.run_id,
+                                                (*known.groups, group.name),
+                                                known.cov_x_label, known.cov_w_label)
+        return list(order.values())
+
+    def group(self, name: str) -> GroupSpec:
+        for group in self.groups:
+            if group.name == name:
+                return group
+        raise KeyError(name)
+
+
+def _fail(where: str, message: str) -> ConfigError:
+    return ConfigError(f"{where}: {message}")
+
+
+def _config_fields() -> dict[str, str]:
+    return {f.name: str(f.type) for f in fields(TrainConfig)}
+
+
+def _normalise(values: dict[str, Any], types: dict[str, str]) -> dict[str, Any]:
+    """Integers given for float fields become floats, so 0 and 0.0 hash the same."""
+    out = dict(values)
+    for name, value in values.items():
+        if types.get(name) == "float" and isinstance(value, int) and not isinstance(value, bool):
+            out[name] = float(value)
+    return out
+
+
+def _expand_group(
+    raw: Any, index: int, defaults: dict[str, Any], named: dict[str, Any], source: str
+) -> GroupSpec:
+    where = f"{source}: groups[{index}]"
+    if not isinstance(raw, dict):
+        raise _fail(where, "a group must be a table")
+    name = raw.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise _fail(where, f"name must be lower-case letters, digits and '-', got {name!r}")
+    where = f"{source}: group {name!r}"
+    types = _config_fields()
+    allowed = set(types) - {"seed"} | {"name", "seeds"}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise _fail(where, f"unknown keys {unknown}; allowed: {sorted(allowed)}")
+    seeds = raw.get("seeds", [0])
+    if not isinstance(seeds, list) or not seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+        raise _fail(where, f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise _fail(where, f"seeds repeat: {seeds}")
+    settings = {**defaults, **{k: v for k, v in raw.items() if k not in ("name", "seeds")}}
+    covariances = {f: resolve_covariance(settings.pop(f, None), named, f"{where}: {f}")
+                   for f in _COVARIANCE_FIELDS}
+    axes = [k for k, v in settings.items() if isinstance(v, list)]
+    for axis in axes:
+        if not settings[axis] or len(set(map(repr, settings[axis]))) != len(settings[axis]):
+            raise _fail(where, f"axis {axis} must list distinct values, got {settings[axis]!r}")
+    points = []
+    for values in product(*(settings[a] for a in axes)):
+        for seed in seeds:
+            data = _normalise({**settings, **dict(zip(axes, values, strict=True)), "seed": seed},
+                              types)
+            for f, (matrix, _) in covariances.items():
+                data[f] = None if matrix is None else matrix.tolist()
+            try:
+                config = TrainConfig.from_json(data).validate()
+            except (ConfigError, TypeError) as error:
+                raise _fail(where, f"{error} (this installed iclab cannot run this group)") \
+                    from None
+            points.append(Point(config, config_hash(config), (name,),
+                                covariances["cov_x"][1], covariances["cov_w"][1]))
+    return GroupSpec(name=name, points=tuple(points), axes=tuple(axes))
+
+
+def _parse_claim(raw: Any, index: int, groups: set[str], source: str) -> ClaimSpec:
+    where = f"{source}: claims[{index}]"
+    if not isinstance(raw, dict):
+        raise _fail(where, "a claim must be a table")
+    kind = raw.get("kind")
+    if kind not in CLAIM_KINDS:
+        raise _fail(where, f"kind must be one of {', '.join(CLAIM_KINDS)}; got {kind!r}")
+    options = CLAIM_OPTIONS.get(kind, {})
+    unknown = sorted(set(raw) - set(_CLAIM_KEYS) - set(options))
+    if unknown:
+        raise _fail(where, f"unknown keys {unknown} for kind {kind}")
+    if raw.get("group") not in groups:
+        raise _fail(where, f"group must be one of {sorted(groups)}; got {raw.get('group')!r}")
+    section = raw.get("section", "Claims")
+    statement = raw.get("statement")
+    if not isinstance(section, str) or not (statement is None or isinstance(statement, str)):
+        raise _fail(where, "section and statement must be strings")
+    numbers = {}
+    for key, default in (("tolerance", None), ("separation", 5.0)):
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e6:
+            raise _fail(where, f"{key} must be a positive number, got {value!r}")
+        numbers[key] = float(value)
+    chosen = {}
+    for key, allowed in options.items():
+        value = raw.get(key, allowed[0])
+        if value not in allowed:
+            raise _fail(where, f"{key} must be one of {', '.join(allowed)}; got {value!r}")
+        chosen[key] = value
+    return ClaimSpec(section=section, kind=kind, group=raw["group"],
+                     tolerance=numbers["tolerance"], options=chosen, statement=statement,
+                     separation=numbers["separation"])
+
+
+def _table(data: dict[str, Any], key: str, source: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise _fail(source, f"{key} must be a table")
+    return value
+
+
+def parse_spec(data: Any, source: str) -> Spec:
+    """Validate a spec's data (already parsed from TOML or JSON) and expand its groups."""
+    if not isinstance(data, dict):
+        raise _fail(source, "a spec must be a table at the top level")
+    unknown = sorted(set(data) - set(_SPEC_KEYS))
+    if unknown:
+        raise _fail(source, f"unknown keys {unknown}; allowed: {list(_SPEC_KEYS)}")
+    defaults, named = _table(data, "defaults", source), _table(data, "covariances", source)
+    sections = _table(data, "sections", source)
+    if "seed" in defaults:
+        raise _fail(source, "defaults: give seeds in each group (seeds = [...]), not seed")
+    raw_groups = data.get("groups")
+    if not isinstance(raw_groups, list) or not raw_groups:
+        raise _fail(source, "groups must be a non-empty list of tables ([[groups]])")
+    groups = [_expand_group(g, i, defaults, named, source) for i, g in enumerate(raw_groups)]
+    names = [g.name for g in groups]
+    if len(set(names)) != len(names):
+        raise _fail(source, f"group names repeat: {names}")
+    raw_claims = data.get("claims", [])
+    if not isinstance(raw_claims, list):
+        raise _fail(source, "claims must be a list of tables ([[claims]])")
+    claims = [_parse_claim(c, i, set(names), source) for i, c in enumerate(raw_claims)]
+    return Spec(name=str(data.get("name", Path(source).stem)),
+                description=str(data.get("description", "")), source=source,
+                groups=tuple(groups), claims=tuple(claims),
+                sections={str(k): str(v) for k, v in sections.items()})
+
+
+def _parse_text(text: str, source: str, suffix: str) -> Any:
+    try:
+        return json.loads(text) if suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as error:
+        raise _fail(source, f"not valid {'JSON' if suffix == '.json' else 'TOML'}: {error}") \
+            from None
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Load and validate a spec file (.toml or .json)."""
+    path = Path(path)
+    if path.suffix not in (".toml", ".json"):
+        raise ConfigError(f"{path}: a spec must be a .toml or .json file")
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read spec ({error.strerror})") from None
+    return parse_spec(_parse_text(text, str(path), path.suffix), str(path))
+
+
+def builtin_spec(name: str) -> Spec:
+    """One of the specs shipped with iclab (BUILTIN_SPECS)."""
+    if name not in BUILTIN_SPECS:
+        raise ConfigError(f"unknown built-in spec {name!r}; allowed: {', '.join(BUILTIN_SPECS)}")
+    text = resources.files("iclab.experiments").joinpath(f"specs/{name}.toml").read_text()
+    return parse_spec(_parse_text(text, f"{name}.toml", ".toml"), f"{name}.toml")

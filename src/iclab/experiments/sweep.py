@@ -1,0 +1,87 @@
+"""Running a spec: every point is a run folder DIR/runs/<config hash>/, finished ones skipped.
+
+``run_sweep`` hands the unfinished runs to an executor (local processes or Ray), shows one
+progress bar for the whole sweep, and writes results.csv and timings.csv from the run folders.
+A sweep killed at any moment and started again resumes every unfinished run from its
+checkpoint and ends with the same results as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tqdm import tqdm
+
+from iclab.errors import ConfigError
+from iclab.experiments.executors import Executor, LocalExecutor, RunOutcome, RunTask
+from iclab.experiments.results import RunRecord, is_finished, load_records, run_dir, write_tables
+from iclab.experiments.spec import Point, Spec
+from iclab.training.config import TrainConfig
+
+EXECUTORS = ("local", "ray")
+
+
+class SweepError(RuntimeError):
+    """Some runs failed; the message names how many and the first failure."""
+
+
+def estimated_cost(config: TrainConfig) -> float:
+    """A rough relative cost of a run: training draws plus the test-loss prompts."""
+    per_prompt = 1.0 if config.resolved_sampler == "statistics" else 0.3 * (config.n + 1)
+    return config.steps * config.batch * per_prompt + 0.5 * config.eval_prompts * (config.n + 1)
+
+
+def make_executor(name: str, workers: int | None = None, address: str | None = None) -> Executor:
+    """The executor called ``name`` ("local" or "ray")."""
+    if name == "local":
+        if address is not None:
+            raise ConfigError("--address applies only to --executor ray")
+        return LocalExecutor(workers)
+    if name == "ray":
+        from iclab.experiments.ray_executor import RayExecutor
+
+        return RayExecutor(address, workers)
+    raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}; got {name!r}")
+
+
+def _task(point: Point, out_dir: Path) -> RunTask:
+    return RunTask(run_id=point.run_id, config=point.config.to_json(),
+                   run_dir=str(run_dir(out_dir, point.run_id)),
+                   lock_path=str(out_dir / "runs" / ".locks" / f"{point.run_id}.lock"))
+
+
+def run_sweep(
+    spec: Spec, out_dir: Path, executor: Executor, progress: bool = True
+) -> dict[str, RunRecord]:
+    """Run every unfinished point of ``spec`` under ``out_dir``; return all records.
+
+    Raises SweepError when a run fails (the others still finish; run again to retry).
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"{out_dir} exists and is not a folder")
+    (out_dir / "runs").mkdir(parents=True, exist_ok=True)
+    points = spec.points()
+    pending = [p for p in points if not is_finished(out_dir, p.run_id)]
+    pending.sort(key=lambda p: -estimated_cost(p.config))  # longest first: a shorter sweep
+    failures: list[RunOutcome] = []
+    bar = tqdm(total=len(points), initial=len(points) - len(pending), unit="run",
+               desc=f"sweep {spec.name}", disable=not progress, dynamic_ncols=True)
+
+    def on_done(outcome: RunOutcome) -> None:
+        bar.update(1)
+        if outcome.error is not None:
+            failures.append(outcome)
+            bar.write(f"run {outcome.run_id} failed: {outcome.error}")
+
+    try:
+        executor.run([_task(p, out_dir) for p in pending], on_done)
+    finally:
+        bar.close()
+    if failures:
+        first = failures[0]
+        raise SweepError(f"{len(failures)} of {len(points)} runs failed (first: run "
+                         f"{first.run_id}: {first.error}); run the same command again to retry")
+    records = load_records(spec, out_dir)
+    write_tables(records, out_dir)
+    return records

@@ -1,0 +1,100 @@
+"""``iclab sweep`` and ``iclab reproduce`` from the command line."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from iclab.cli.main import main
+from iclab.training.config import FAMILIES
+
+SPEC = """name = "cli"
+[defaults]
+d = 3
+steps = 300
+batch = 512
+eval_prompts = 20000
+[[groups]]
+name = "iso"
+n = [4, 8]
+sigma = 0.5
+[[claims]]
+section = "Theorem 1"
+kind = "eta"
+reference = "theorem1"
+group = "iso"
+tolerance = TOL
+"""
+
+
+def write_spec(tmp_path: Path, tolerance: float) -> Path:
+    path = tmp_path / "spec.toml"
+    path.write_text(SPEC.replace("TOL", str(tolerance)))
+    return path
+
+
+def test_sweep_runs_a_users_spec_and_reports(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(tmp_path, 0.05)
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet", "--workers", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "2 of 2 claims hold" in printed
+    for name in ("results.csv", "timings.csv", "claims.json", "report.html", "report.md",
+                 "iso_eta.png"):
+        assert (out / name).exists(), name
+    # a stricter tolerance on the same (finished, not re-run) models: the verdict flips, exit 1
+    strict = write_spec(tmp_path, 1e-9)
+    assert main(["sweep", str(strict), "--out", str(out), "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert "FAILS" in captured.out
+    assert re.search(r"iclab: error: 2 of 2 claims do not hold", captured.err)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["sweep", "missing.toml", "--out", "o"], "cannot read spec"),
+    (["sweep", "SPEC", "--out", "o", "--executor", "slurm"], "'slurm' is not one of"),
+    (["sweep", "SPEC", "--out", "o", "--address", "auto"], "--address applies only"),
+    (["sweep", "SPEC", "--out", "o", "--workers", "0"], "workers must be an integer >= 1"),
+    (["reproduce", "--workers", "-3"], "workers must be an integer >= 1"),
+])
+def test_bad_input_is_one_line_and_exit_code_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    spec = write_spec(tmp_path, 0.05)
+    args = [str(spec) if a == "SPEC" else a for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o" / "runs").exists()
+
+
+def test_reproduce_help_names_its_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "--help"]) == 0
+    text = capsys.readouterr().out
+    for option in ("--quick", "--out", "--executor", "--address", "--workers"):
+        assert option in text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not {"relu", "two-layer-relu", "anisotropic"} <= set(FAMILIES),
+                    reason="the built-in specs need the nonlinear task families")
+def test_reproduce_quick_holds_every_claim_within_two_minutes(tmp_path: Path) -> None:
+    out = tmp_path / "quick"
+    started = time.perf_counter()
+    assert main(["reproduce", "--quick", "--out", str(out), "--quiet"]) == 0
+    elapsed = time.perf_counter() - started
+    claims = json.loads((out / "claims.json").read_text())
+    assert all(c["holds"] for c in claims)
+    named = " ".join(c["claim"] for c in claims)
+    for section in ("Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context"):
+        assert f"{section}:" in named
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == len(list(out.glob("*.png"))) >= 6
+    assert elapsed < 120, f"reproduce --quick took {elapsed:.0f} s"
