@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Protocol
 
 import torch
 from safetensors import safe_open
@@ -19,8 +20,16 @@ from iclab.io import atomic_write
 FORMAT = "iclab-checkpoint-1"
 
 
+class OptimizerState(Protocol):
+    """What a checkpoint needs of an optimiser (torch's, or iclab's exact L-BFGS)."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None: ...
+
+
 def save_checkpoint(
-    path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, step: int, seed: int
+    path: Path, model: torch.nn.Module, optimizer: OptimizerState, step: int, seed: int
 ) -> None:
     """Atomically write the state after ``step`` completed steps."""
     tensors: dict[str, torch.Tensor] = {
@@ -41,7 +50,7 @@ def save_checkpoint(
 
 
 def load_checkpoint(
-    path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer
+    path: Path, model: torch.nn.Module, optimizer: OptimizerState
 ) -> int:
     """Restore model and optimizer from ``path``; return the number of completed steps."""
     with safe_open(str(path), framework="pt") as handle:
