@@ -2,7 +2,7 @@
 
     python benchmarks/train_speed.py --d 10 --n 20 --batch 2048 [--steps 200] [--json]
 
-Times, in one process and interleaved (so that a change in the machine's load hits both alike):
+Times, in one process and interleaved:
 
 - iclab: the step ``iclab train`` runs (``iclab.training.loop.make_train_step``: scheduled
   learning rate, a fresh batch from the run's sampler, the loss, backward, fused Adam), with the
@@ -13,10 +13,10 @@ Times, in one process and interleaved (so that a change in the machine's load hi
   twice, with torch's default number of threads and with one thread, and the speed-up is
   taken against the faster of the two.
 
-Each timing is the median over ``--steps`` steps after ``--warmup`` steps, repeated
-``--repeats`` times (medians of all steps together; each round starts with a few untimed steps
-so that no runner pays for the caches the previous one emptied). ``--ratio-n N2`` also times
-iclab's step at n = N2 and prints time(N2) / time(N). ``--table`` prints the README's table instead.
+Each timing is the median over ``--steps`` x ``--repeats`` steps after ``--warmup`` steps; the
+runners take turns every ten steps, so that a change in the machine's load hits all of them
+alike. ``--ratio-n N2`` also times iclab's step at n = N2 and prints time(N2) / time(N).
+``--table`` prints the README's table instead.
 With ``--json`` the last line is a JSON object holding ``median_step_seconds`` (iclab's).
 """
 
@@ -90,19 +90,26 @@ def time_steps(step: Step, first: int, count: int, threads: int) -> list[float]:
     return times
 
 
+BLOCK, REWARM = 10, 2
+"""Runners take turns in blocks of BLOCK timed steps, each block after REWARM untimed ones (so
+no runner pays for the caches the previous one emptied): load changes on a shared machine hit
+every runner alike."""
+
+
 def measure(
     runners: dict[str, tuple[Step, int]], steps: int, warmup: int, repeats: int
 ) -> dict[str, float]:
-    """Median seconds per step of each runner, warm-up excluded, repeats interleaved."""
+    """Median seconds per step of each runner over steps x repeats timed steps."""
     samples: dict[str, list[float]] = {name: [] for name in runners}
     for step, threads in runners.values():
         time_steps(step, 0, warmup, threads)
-    rewarm = min(warmup, 10)  # untimed steps before each block: caches hold the other runner's
-    for repeat in range(repeats):
-        first = warmup + repeat * (rewarm + steps)
+    index, wanted = warmup, steps * repeats
+    while len(samples[next(iter(runners))]) < wanted:
+        count = min(BLOCK, wanted - len(samples[next(iter(runners))]))
         for name, (step, threads) in runners.items():
-            time_steps(step, first, rewarm, threads)
-            samples[name] += time_steps(step, first + rewarm, steps, threads)
+            time_steps(step, index, REWARM, threads)
+            samples[name] += time_steps(step, index + REWARM, count, threads)
+        index += REWARM + count
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -120,7 +127,8 @@ def machine() -> dict[str, Any]:
 
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     d, n, batch, sigma = args.d, args.n, args.batch, args.sigma
-    total = args.warmup + (min(args.warmup, 10) + args.steps) * args.repeats
+    blocks = args.steps * args.repeats // BLOCK + 1
+    total = args.warmup + (REWARM + BLOCK) * blocks      # steps each runner takes, at most
     default_threads = torch.get_num_threads()
     threads = TRAIN_THREADS if args.threads is None else args.threads
     runners: dict[str, tuple[Step, int]] = {
