@@ -1,8 +1,10 @@
 """Judge a trained LSA against the theory: the numbers that go into result.json.
 
 Prediction-level quantities (test loss, nuisance shares) use whole prompts drawn fresh from a
-dedicated "eval" random stream in float64 on the CPU, so they do not depend on the sampler or
-device used for training.
+dedicated "eval" random stream on the CPU, so they do not depend on the sampler or device used
+for training. The prompts are drawn in float32 and the arithmetic is done in float64: torch's
+float64 normal sampler is about ten times slower than its float32 one, and rounding a prompt to
+float32 changes the test loss by about 1e-7 of itself, far below its standard error.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def test_loss(
     with torch.no_grad():
         while count < prompts:
             size = min(chunk, prompts - count)
-            batch = task.sample_prompts(size, generator, dtype=torch.float64)
+            batch = task.sample_prompts(size, generator).to(torch.float64)
             error = (model64(batch.X, batch.y, batch.x_q) - batch.y_q) ** 2
             total += float(error.sum())
             total_sq += float((error**2).sum())
@@ -65,8 +67,8 @@ def evaluate(
     eta_star = optimum.eta_or_trace
     loss, stderr = test_loss(model, task, eval_prompts, seed)
     nuisance_set = task.sample_prompts(
-        min(NUISANCE_PROMPTS, eval_prompts), make_generator(seed, "nuisance"), torch.float64
-    )
+        min(NUISANCE_PROMPTS, eval_prompts), make_generator(seed, "nuisance")
+    ).to(torch.float64)
     result: dict[str, Any] = {
         "eta_hat": learned.eta_hat,
         "eta_star": eta_star,

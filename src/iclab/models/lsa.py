@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from iclab.errors import ConfigError
+from iclab.models.lsa_statistics import statistics_prediction
 from iclab.tasks.linear_gaussian import GaussianStatistics
 
 
@@ -135,27 +136,13 @@ class LinearSelfAttention(nn.Module):
         """The prediction on linear Gaussian prompts drawn as sufficient statistics: (B,).
 
         Equal in law to ``forward`` on whole prompts (see ``iclab.tasks.linear_gaussian``):
-        yhat = (p.q) c1^2 + c1 z sqrt(|p|^2 |q|^2 - (p.q)^2), p = L^T u, q = L^T M x_q.
+        yhat = (p.q) c1^2 + c1 z sqrt(|p|^2 |q|^2 - (p.q)^2), p = L^T u, q = L^T M x_q,
+        computed with a hand-written backward by ``iclab.models.lsa_statistics``.
         """
-        d = self.d
-        u, M = self.effective()
-        w, x_q = stats.w, stats.x_q                               # (B, d), (B, d)
-        Mx_q = x_q @ M.T                                          # (B, d+1)
-        p_x = u[:d] + u[d] * w                                    # (B, d)
-        q_x = Mx_q[:, :d] + Mx_q[:, d, None] * w                  # (B, d)
-        if stats.chol_x is not None:
-            p_x = p_x @ stats.chol_x                              # L_x^T applied per row
-            q_x = q_x @ stats.chol_x
-        p_y = stats.sigma * u[d]                                  # scalar
-        q_y = stats.sigma * Mx_q[:, d]                            # (B,)
-        pq = (p_x * q_x).sum(-1) + p_y * q_y
-        pp = (p_x * p_x).sum(-1) + p_y * p_y
-        qq = (q_x * q_x).sum(-1) + q_y * q_y
-        gram = (pp * qq - pq * pq).clamp_min(torch.finfo(pq.dtype).tiny)
-        c1 = stats.chi2.sqrt()
-        yhat = pq * stats.chi2 + c1 * stats.z * gram.sqrt()
+        yhat = statistics_prediction(self.W_K, self.W_Q, self.W_V, self.h, stats)
         if self.options.attend_query:
-            yhat = yhat + self._query_term(u, Mx_q, x_q)
+            u, M = self.effective()
+            yhat = yhat + self._query_term(u, stats.x_q @ M.T, stats.x_q)
         if self.options.normalise:
             yhat = yhat / stats.n
         return yhat

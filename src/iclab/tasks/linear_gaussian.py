@@ -120,22 +120,25 @@ class LinearGaussian:
     def sample_statistics(
         self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
     ) -> GaussianStatistics:
-        """Draw the sufficient statistics of ``batch`` prompts: 2d + 3 numbers each, any n."""
+        """Draw the sufficient statistics of ``batch`` prompts: 2d + 3 numbers each, any n.
+
+        w and x_q are (B, d) views of (d, B) tensors: the prediction reduces over d.
+        """
         device = generator.device
         d = self.d
-        normals = torch.randn(batch, 2 * d + 2, generator=generator, dtype=dtype, device=device)
-        w, x_q = normals[:, :d], normals[:, d : 2 * d]
+        normals = torch.randn(2 * d + 2, batch, generator=generator, dtype=dtype, device=device)
+        w_t, x_t = normals[:d], normals[d : 2 * d]                     # (d, B) each
         chol_x = self._factor(self._chol_x, dtype, device)
         chol_w = self._factor(self._chol_w, dtype, device)
         if chol_x is not None:
-            x_q = x_q @ chol_x.T
+            x_t = chol_x @ x_t
         if chol_w is not None:
-            w = w @ chol_w.T
-        y_q = (w * x_q).sum(-1) + self.sigma * normals[:, 2 * d]
+            w_t = chol_w @ w_t
+        y_q = (w_t * x_t).sum(0).add_(normals[2 * d], alpha=self.sigma)
         shape = torch.full((batch,), self.n / 2, dtype=dtype, device=device)
-        chi2 = 2 * torch._standard_gamma(shape, generator=generator)
+        chi2 = torch._standard_gamma(shape, generator=generator).mul_(2)
         return GaussianStatistics(
-            w=w, x_q=x_q, y_q=y_q, chi2=chi2, z=normals[:, 2 * d + 1], chol_x=chol_x,
+            w=w_t.T, x_q=x_t.T, y_q=y_q, chi2=chi2, z=normals[2 * d + 1], chol_x=chol_x,
             sigma=float(self.sigma), n=self.n,
         )
 

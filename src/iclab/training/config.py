@@ -74,9 +74,11 @@ class TrainConfig:
     attend_query: bool = False
     init_scale: float = 0.1
     init: str = "gd-subspace"
-    steps: int = 2000
-    batch: int = 4096
-    lr: float = 0.01
+    # steps, batch, lr: the cheapest found that keep Theorem 1's verdict with margin (eta error
+    # < 0.5 %, isotropy error < 1 %, d in {5, 10}, n = 20, seeds 0-9); see benchmarks/README.md.
+    steps: int = 800
+    batch: int = 8192
+    lr: float = 0.005
     lr_schedule: str = "cosine"
     seed: int = 0
     sampler: str = "auto"

@@ -33,6 +33,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from iclab.errors import ConfigError
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.training.adam import Adam
 from iclab.training.config import TrainConfig
 from iclab.training.objective import Objective
 
@@ -159,13 +160,13 @@ class ExactLBFGS:
         return before
 
 
-Optimiser = torch.optim.Optimizer | ExactLBFGS
+Optimiser = Adam | ExactLBFGS
 
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> Optimiser:
     """Adam(lr) for sampled training; ExactLBFGS for ``config.exact``."""
     if not config.exact:
-        return torch.optim.Adam(model.parameters(), lr=config.lr)
+        return Adam(model.parameters(), lr=config.lr)
     task = config.task()
     if not isinstance(task, LinearGaussian):
         raise ConfigError(f"exact training needs a linear Gaussian family, got {config.family!r}")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +28,63 @@ from iclab.models.lsa import LinearSelfAttention
 from iclab.seeding import make_generator
 from iclab.training.checkpoint import load_checkpoint, save_checkpoint
 from iclab.training.config import TrainConfig
-from iclab.training.exact import make_optimizer, take_step
-from iclab.training.objective import make_objective
+from iclab.training.exact import Optimiser, make_optimizer, take_step
+from iclab.training.objective import Objective, make_objective
 
 CONFIG, METRICS, CHECKPOINT, MODEL, RESULT = (
     "config.json", "metrics.jsonl", "checkpoint.safetensors", "model.safetensors", "result.json",
 )
 
 
+TRAIN_THREADS = 1
+"""Intra-op threads while training: a step's tensors (B x (2d+3) with the statistics sampler)
+are too small to split, and on a busy 2-core machine torch's default of one thread per core
+makes every parallel region wait for a descheduled thread (benchmarks/README.md)."""
+
+
 class TrainingDivergedError(RuntimeError):
     """The loss became NaN or infinite; the run stops without a result."""
+
+
+@contextmanager
+def intra_op_threads(count: int) -> Iterator[None]:
+    """Run the block with ``count`` intra-op threads, restoring the previous number after."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def build_model(
+    config: TrainConfig, device: torch.device
+) -> tuple[LinearSelfAttention, Optimiser]:
+    """The freshly initialised model of ``config`` (float64 when exact) and its optimiser:
+    fused Adam, or L-BFGS on the exact loss (``iclab.training.exact``)."""
+    dtype = torch.float64 if config.exact else torch.float32
+    model = LinearSelfAttention(
+        config.model_options(), make_generator(config.seed, "init"), config.init_scale, dtype,
+        config.init,
+    ).to(device)
+    return model, make_optimizer(model, config)
+
+
+def make_train_step(
+    config: TrainConfig, optimizer: Optimiser, objective: Objective
+) -> Callable[[int], torch.Tensor]:
+    """One optimisation step: step -> the (detached) loss of that step's batch.
+
+    Sets the scheduled learning rate, draws the step's batch, backpropagates and updates.
+    ``train`` and ``benchmarks/train_speed.py`` both run exactly this.
+    """
+
+    def train_step(step: int) -> torch.Tensor:
+        for group in optimizer.param_groups:
+            group["lr"] = config.learning_rate(step)
+        return take_step(optimizer, objective, step)
+
+    return train_step
 
 
 def resolve_device(name: str) -> torch.device:
@@ -79,8 +128,14 @@ def _restore_metrics(path: Path, completed: int) -> None:
 def train(config: TrainConfig, out_dir: Path, progress: bool = True) -> dict[str, Any]:
     """Train (or resume, or skip if finished) the run of ``config`` in ``out_dir``.
 
-    Returns the result dictionary written to result.json.
+    Returns the result dictionary written to result.json. Runs with ``TRAIN_THREADS``
+    intra-op threads.
     """
+    with intra_op_threads(TRAIN_THREADS):
+        return _train(config, out_dir, progress)
+
+
+def _train(config: TrainConfig, out_dir: Path, progress: bool) -> dict[str, Any]:
     config.validate()
     device = resolve_device(config.device)
     out_dir = Path(out_dir)
@@ -89,12 +144,7 @@ def train(config: TrainConfig, out_dir: Path, progress: bool = True) -> dict[str
         return result
     started = time.perf_counter()
     task = config.task()
-    dtype = torch.float64 if config.exact else torch.float32
-    model = LinearSelfAttention(
-        config.model_options(), make_generator(config.seed, "init"), config.init_scale, dtype,
-        config.init,
-    ).to(device)
-    optimizer = make_optimizer(model, config)
+    model, optimizer = build_model(config, device)
     completed = 0
     if (out_dir / CHECKPOINT).exists():
         completed = load_checkpoint(out_dir / CHECKPOINT, model, optimizer)
@@ -102,15 +152,13 @@ def train(config: TrainConfig, out_dir: Path, progress: bool = True) -> dict[str
     objective = make_objective(
         task, model, config.resolved_sampler, config.batch, config.seed, device
     )
+    train_step = make_train_step(config, optimizer, objective)
     bar = tqdm(total=config.steps, initial=completed, disable=not progress, unit="step",
                desc="train", dynamic_ncols=True, mininterval=0.5)
-    running = torch.zeros((), device=device)
+    running = torch.zeros((), dtype=model.W_K.dtype, device=device)  # float64 when exact
     with open(out_dir / METRICS, "a") as metrics:
         for step in range(completed, config.steps):
-            for group in optimizer.param_groups:
-                group["lr"] = config.learning_rate(step)
-            loss = take_step(optimizer, objective, step)
-            running = running + loss
+            running += train_step(step)
             done = step + 1
             if done % config.log_every == 0 or done == config.steps:
                 count = done - max(completed, (done - 1) // config.log_every * config.log_every)

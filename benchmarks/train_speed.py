@@ -1,0 +1,237 @@
+"""Seconds per training step: iclab's real step against a plain PyTorch eager loop.
+
+    python benchmarks/train_speed.py --d 10 --n 20 --batch 2048 [--steps 200] [--json]
+
+Times, in one process and interleaved:
+
+- iclab: the step ``iclab train`` runs (``iclab.training.loop.make_train_step``: scheduled
+  learning rate, a fresh batch from the run's sampler, the loss, backward, fused Adam), with the
+  intra-op threads ``iclab train`` uses;
+- plain: the same model and size written as one would without iclab: prompts from torch.randn
+  every step, the Gram-free forward yhat = sum_i (u.e_i)(e_i.M x_q) with u = W_V^T h and
+  M = (W_K^T W_Q)[:, :d] from the four parameter matrices, autograd, torch.optim.Adam. It runs
+  twice, with torch's default number of threads and with one thread, and the speed-up is
+  taken against the faster of the two.
+
+Each timing is the median over ``--steps`` x ``--repeats`` steps after ``--warmup`` steps; the
+runners take turns every ten steps, so that a change in the machine's load hits all of them
+alike. ``--ratio-n N2`` also times iclab's step at n = N2 and prints time(N2) / time(N).
+``--table`` prints the README's table instead.
+With ``--json`` the last line is a JSON object holding ``median_step_seconds`` (iclab's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from iclab.training.config import TrainConfig
+from iclab.training.loop import TRAIN_THREADS, build_model, intra_op_threads, make_train_step
+from iclab.training.objective import make_objective
+
+Step = Callable[[int], object]
+
+
+def iclab_step(d: int, n: int, batch: int, sigma: float, steps: int) -> Step:
+    """iclab's training step for this size, on the CPU, with its default sampler."""
+    config = TrainConfig(d=d, n=n, sigma=sigma, batch=batch, steps=steps)
+    device = torch.device("cpu")
+    model, optimizer = build_model(config, device)
+    objective = make_objective(config.task(), model, config.resolved_sampler, config.batch,
+                               config.seed, device)
+    return make_train_step(config, optimizer, objective)
+
+
+def plain_step(d: int, n: int, batch: int, sigma: float) -> Step:
+    """A plain eager loop: whole prompts from torch.randn, Gram-free forward, Adam."""
+    generator = torch.Generator().manual_seed(0)
+    shapes = {"W_K": (d + 1, d + 1), "W_Q": (d + 1, d + 1), "W_V": (d + 1, d + 1), "h": (d + 1,)}
+    params = {name: torch.nn.Parameter(0.1 * torch.randn(*shape, generator=generator))
+              for name, shape in shapes.items()}
+    optimizer = torch.optim.Adam(params.values(), lr=0.01)
+
+    def step(_: int) -> object:
+        X = torch.randn(batch, n, d, generator=generator)
+        w = torch.randn(batch, d, generator=generator)
+        x_q = torch.randn(batch, d, generator=generator)
+        y = torch.einsum("bnd,bd->bn", X, w) + sigma * torch.randn(batch, n, generator=generator)
+        y_q = (x_q * w).sum(-1) + sigma * torch.randn(batch, generator=generator)
+        u = params["W_V"].T @ params["h"]
+        M = params["W_K"].T @ params["W_Q"][:, :d]
+        Mx_q = x_q @ M.T
+        a = X @ u[:d] + y * u[d]                                     # u . e_i
+        b = torch.bmm(X, Mx_q[:, :d, None]).squeeze(-1) + y * Mx_q[:, d, None]  # e_i . M x_q
+        loss = ((a * b).sum(-1) - y_q).square().mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        optimizer.step()
+        return loss
+
+    return step
+
+
+def time_steps(step: Step, first: int, count: int, threads: int) -> list[float]:
+    """Wall seconds of steps first .. first+count-1, each timed on its own."""
+    times = []
+    with intra_op_threads(threads):
+        for index in range(first, first + count):
+            start = time.perf_counter()
+            step(index)
+            times.append(time.perf_counter() - start)
+    return times
+
+
+BLOCK, REWARM = 10, 2
+"""Runners take turns in blocks of BLOCK timed steps, each block after REWARM untimed ones (so
+no runner pays for the caches the previous one emptied): load changes on a shared machine hit
+every runner alike."""
+
+
+def measure(
+    runners: dict[str, tuple[Step, int]], steps: int, warmup: int, repeats: int
+) -> dict[str, float]:
+    """Median seconds per step of each runner over steps x repeats timed steps."""
+    samples: dict[str, list[float]] = {name: [] for name in runners}
+    for step, threads in runners.values():
+        time_steps(step, 0, warmup, threads)
+    index, wanted = warmup, steps * repeats
+    while len(samples[next(iter(runners))]) < wanted:
+        count = min(BLOCK, wanted - len(samples[next(iter(runners))]))
+        for name, (step, threads) in runners.items():
+            time_steps(step, index, REWARM, threads)
+            samples[name] += time_steps(step, index + REWARM, count, threads)
+        index += REWARM + count
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def machine() -> dict[str, Any]:
+    model = platform.processor() or "unknown"
+    try:
+        lines = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        model = next((line.split(":", 1)[1].strip() for line in lines.splitlines()
+                      if line.startswith("Model name")), model)
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "torch": torch.__version__,
+            "default_threads": torch.get_num_threads(), "load_average": os.getloadavg()[0]}
+
+
+def benchmark(args: argparse.Namespace) -> dict[str, Any]:
+    d, n, batch, sigma = args.d, args.n, args.batch, args.sigma
+    blocks = args.steps * args.repeats // BLOCK + 1
+    total = args.warmup + (REWARM + BLOCK) * blocks      # steps each runner takes, at most
+    default_threads = torch.get_num_threads()
+    threads = TRAIN_THREADS if args.threads is None else args.threads
+    runners: dict[str, tuple[Step, int]] = {
+        "iclab": (iclab_step(d, n, batch, sigma, total), threads),
+        "plain": (plain_step(d, n, batch, sigma), default_threads),
+    }
+    if default_threads != 1:
+        runners["plain_1_thread"] = (plain_step(d, n, batch, sigma), 1)
+    if args.ratio_n is not None:
+        runners["iclab_ratio_n"] = (iclab_step(d, args.ratio_n, batch, sigma, total), threads)
+    before = machine()
+    medians = measure(runners, args.steps, args.warmup, args.repeats)
+    plain_best = min(value for name, value in medians.items() if name.startswith("plain"))
+    result: dict[str, Any] = {
+        "d": d, "n": n, "batch": batch, "steps": args.steps, "repeats": args.repeats,
+        "median_step_seconds": medians["iclab"],
+        "plain_median_step_seconds": medians["plain"],
+        "plain_1_thread_median_step_seconds": medians.get("plain_1_thread", medians["plain"]),
+        "speedup": plain_best / medians["iclab"],
+        "iclab_threads": threads,
+        "machine": before,
+        "load_average_after": os.getloadavg()[0],
+    }
+    if args.ratio_n is not None:
+        result["ratio_n"] = args.ratio_n
+        result["ratio_n_median_step_seconds"] = medians["iclab_ratio_n"]
+        result["ratio_n_time_ratio"] = medians["iclab_ratio_n"] / medians["iclab"]
+    return result
+
+
+def report(result: dict[str, Any]) -> str:
+    ms = 1e3
+    lines = [
+        f"d={result['d']} n={result['n']} batch={result['batch']}: median of "
+        f"{result['steps']} x {result['repeats']} steps after warm-up",
+        f"  iclab step            {ms * result['median_step_seconds']:8.3f} ms"
+        f"  ({result['iclab_threads']} thread(s))",
+        f"  plain loop            {ms * result['plain_median_step_seconds']:8.3f} ms"
+        f"  ({result['machine']['default_threads']} threads, torch default)",
+        f"  plain loop, 1 thread  {ms * result['plain_1_thread_median_step_seconds']:8.3f} ms",
+        f"  speed-up vs the faster plain loop: {result['speedup']:.1f}x",
+    ]
+    if "ratio_n" in result:
+        lines.append(f"  iclab step at n={result['ratio_n']}  "
+                     f"{ms * result['ratio_n_median_step_seconds']:8.3f} ms"
+                     f"  (x{result['ratio_n_time_ratio']:.2f} of n={result['n']})")
+    info = result["machine"]
+    lines.append(f"  machine: {info['cpu']}, {info['cores']} cores, torch {info['torch']}, "
+                 f"load average {info['load_average']:.2f} -> {result['load_average_after']:.2f}")
+    return "\n".join(lines)
+
+
+def table(args: argparse.Namespace) -> str:
+    rows = ["| d | n | iclab ms/step | plain ms/step (default threads) | plain ms/step (1 thread) "
+            "| speed-up |", "| --- | --- | --- | --- | --- | --- |"]
+    for d in (5, 10, 20):
+        for n in (10, 20, 100, 1000):
+            args.d, args.n = d, n
+            result = benchmark(args)
+            rows.append(
+                f"| {d} | {n} | {1e3 * result['median_step_seconds']:.2f} "
+                f"| {1e3 * result['plain_median_step_seconds']:.2f} "
+                f"| {1e3 * result['plain_1_thread_median_step_seconds']:.2f} "
+                f"| {result['speedup']:.1f}x |"
+            )
+            print(rows[-1], flush=True)
+    return "\n".join(rows)
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--d", type=int, default=10)
+    parser.add_argument("--n", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=2048)
+    parser.add_argument("--sigma", type=float, default=0.5)
+    parser.add_argument("--steps", type=int, default=200, help="timed steps per repeat")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed steps first")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds")
+    parser.add_argument("--ratio-n", type=int, default=None,
+                        help="also time iclab's step at this n and print the ratio")
+    parser.add_argument("--threads", type=int, default=None,
+                        help=f"intra-op threads for iclab's step [default: {TRAIN_THREADS}, "
+                             "as iclab train]")
+    parser.add_argument("--table", action="store_true",
+                        help="time d in {5, 10, 20} x n in {10, 20, 100, 1000}")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    args = parser.parse_args(argv)
+    for name in ("d", "n", "batch", "steps", "warmup", "repeats", "threads", "ratio_n"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    if args.table:
+        print(table(args))
+        return
+    result = benchmark(args)
+    print(report(result))
+    if args.json:
+        print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
