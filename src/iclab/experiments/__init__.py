@@ -2,10 +2,10 @@
 
 ``iclab sweep SPEC --out DIR`` runs a spec; ``iclab reproduce`` runs the built-in spec of the
 paper's claims. See ``spec`` for the file format and ``claims`` for what a verdict means.
+``report`` (which imports matplotlib) is imported only where a report is written.
 """
 
 from iclab.experiments.claims import Claim, evaluate_claims
-from iclab.experiments.report import write_report
 from iclab.experiments.spec import Spec, builtin_spec, load_spec
 from iclab.experiments.sweep import SweepError, make_executor, run_sweep
 
@@ -18,5 +18,4 @@ __all__ = [
     "load_spec",
     "make_executor",
     "run_sweep",
-    "write_report",
 ]
