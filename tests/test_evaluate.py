@@ -28,3 +28,17 @@ def test_evaluate_of_the_constructed_optimum() -> None:
     assert result["isotropy_err"] < 1e-12 and result["gamma_star_isotropic"] is True
     assert max(result["nuisance"].values()) == 0.0
     assert result["loss_star"] == pytest.approx(optimum.loss)
+    measures = result["vs_optimal_gd"]
+    assert measures["mean_abs_prediction_difference"] < 1e-12
+    assert measures["sensitivity_cosine"] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_a_detuned_model_is_measured_away_from_the_optimum() -> None:
+    task = LinearGaussian(3, 10, 0.5)
+    optimum = gaussian_optimum(10, 0.5, d=3)
+    detuned = np.diag([1.0, 1.0, -1.0]) @ optimum.gamma  # one direction reversed
+    result = evaluate(lsa_from_gamma(detuned), task, eval_prompts=5000, seed=0)
+    measures = result["vs_optimal_gd"]
+    assert measures["mean_abs_prediction_difference"] > 0.1
+    # cos between (1, 1, -1)-weighted and plain X^T y: about 1/3 on average for d = 3
+    assert 0.15 < measures["sensitivity_cosine"] < 0.5

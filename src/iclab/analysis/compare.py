@@ -46,3 +46,11 @@ def input_sensitivity_cosine(model: Predictor, reference: Predictor, prompts: Pr
     b = input_sensitivity(reference, prompts)
     cosine = torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=1e-30)
     return float(cosine.mean())
+
+
+def compare_with(model: Predictor, reference: Predictor, prompts: Prompts) -> dict[str, float]:
+    """Both measures: {"mean_abs_prediction_difference", "sensitivity_cosine"}."""
+    return {
+        "mean_abs_prediction_difference": mean_abs_prediction_difference(model, reference, prompts),
+        "sensitivity_cosine": input_sensitivity_cosine(model, reference, prompts),
+    }

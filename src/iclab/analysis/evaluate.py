@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from iclab.algorithms.gd import PreconditionedGD
+from iclab.analysis.compare import compare_with
 from iclab.analysis.readout import gamma_relative_error, nuisance_shares, read_algorithm
 from iclab.models.lsa import LinearSelfAttention
 from iclab.seeding import make_generator
@@ -30,11 +32,16 @@ def _chunk_size(task: Family, total: int) -> int:
     return max(1, min(total, ELEMENTS_PER_CHUNK // per_prompt))
 
 
+def cpu64(model: LinearSelfAttention) -> LinearSelfAttention:
+    """A float64 copy of ``model`` on the CPU (the model itself is left as it is)."""
+    return copy.deepcopy(model).to("cpu", torch.float64)
+
+
 def test_loss(
     model: LinearSelfAttention, task: Family, prompts: int, seed: int
 ) -> tuple[float, float]:
     """Mean squared error on ``prompts`` fresh prompts and its standard error (float64)."""
-    model64 = copy.deepcopy(model).to("cpu", torch.float64)
+    model64 = cpu64(model)
     generator = make_generator(seed, "eval")
     chunk = _chunk_size(task, prompts)
     total, total_sq, count = 0.0, 0.0, 0
@@ -55,7 +62,9 @@ def evaluate(
     model: LinearSelfAttention, task: Family, eval_prompts: int, seed: int
 ) -> dict[str, Any]:
     """eta_hat, eta_star, eta_rel_err, isotropy_err, gamma, gamma_star, gamma_rel_err,
-    gamma_star_isotropic, nuisance, test_loss, test_loss_stderr, loss_star; and, where the
+    gamma_star_isotropic, nuisance, test_loss, test_loss_stderr, loss_star, vs_optimal_gd (von
+    Oswald et al.'s two measures against the optimal preconditioned one-step GD
+    x_q^T Gamma* X^T y, on the nuisance prompts); and, where the
     optimum is a Monte Carlo estimate (user families), method, eta_star_stderr and
     loss_star_stderr.
 
@@ -82,6 +91,7 @@ def evaluate(
         "test_loss": loss,
         "test_loss_stderr": stderr,
         "loss_star": optimum.loss,
+        "vs_optimal_gd": compare_with(cpu64(model), PreconditionedGD(optimum.gamma), nuisance_set),
     }
     if optimum.method == MONTE_CARLO and optimum.stderr is not None:
         result["method"] = optimum.method
