@@ -10,8 +10,8 @@ import click
 import numpy as np
 
 from iclab.errors import ConfigError
+from iclab.tasks.base import check_scalars
 from iclab.tasks.covariance import load_covariance
-from iclab.tasks.nonlinear import check_scalars
 from iclab.tasks.registry import Family, make_family
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
 from iclab.theory.rotation_invariant import DEFAULT_PRECISION

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
 import torch
+
+from iclab.errors import ConfigError
+
+
+def check_scalars(d: int, n: int, sigma: float) -> None:
+    """Raise ConfigError naming d, n or sigma when it is not allowed."""
+    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        raise ConfigError(f"d must be an integer >= 1, got {d!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"n must be an integer >= 1, got {n!r}")
+    if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not math.isfinite(sigma) \
+            or sigma < 0:
+        raise ConfigError(f"sigma must be a finite number >= 0, got {sigma!r}")
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
-from iclab.tasks.base import Prompts
+from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.covariance import validate_covariance
 
 
@@ -65,12 +64,7 @@ class LinearGaussian:
     _chol_w: np.ndarray | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.d, bool) or not isinstance(self.d, int) or self.d < 1:
-            raise ConfigError(f"d must be an integer >= 1, got {self.d!r}")
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
-            raise ConfigError(f"n must be an integer >= 1, got {self.n!r}")
-        if not np.isfinite(self.sigma) or self.sigma < 0:
-            raise ConfigError(f"sigma must be a finite number >= 0, got {self.sigma!r}")
+        check_scalars(self.d, self.n, self.sigma)
         cov_x = None if self.cov_x is None else validate_covariance(self.cov_x, self.d, "cov_x")
         cov_w = None if self.cov_w is None else validate_covariance(self.cov_w, self.d, "cov_w")
         object.__setattr__(self, "cov_x", cov_x)
@@ -142,9 +136,3 @@ class LinearGaussian:
             sigma=float(self.sigma), n=self.n,
         )
 
-
-def parse_dimension(value: int, name: str, minimum: int = 1) -> int:
-    """Check an integer option such as d or n; raises ConfigError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from iclab.errors import ConfigError
-from iclab.tasks.base import Prompts
+from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.linear_gaussian import LinearGaussian
 
 DrawFunction = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
@@ -35,17 +35,6 @@ DrawFunction = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
 
 DEFAULT_WIDTH = 8
 ANISOTROPIC_RANGE = (0.25, 4.0)
-
-
-def check_scalars(d: int, n: int, sigma: float) -> None:
-    """Raise ConfigError naming d, n or sigma when it is not allowed."""
-    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-        raise ConfigError(f"d must be an integer >= 1, got {d!r}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"n must be an integer >= 1, got {n!r}")
-    if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not math.isfinite(sigma) \
-            or sigma < 0:
-        raise ConfigError(f"sigma must be a finite number >= 0, got {sigma!r}")
 
 
 def prompts_from_values(
@@ -70,8 +59,27 @@ def prompts_from_values(
     )
 
 
+class DrawnTask:
+    """What every family defined by its ``draw_values`` shares: ``sample_prompts``."""
+
+    d: int
+    n: int
+    sigma: float
+
+    def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """inputs: (B, k, d) -> the values of one freshly drawn f per row: (B, k)."""
+        raise NotImplementedError
+
+    def sample_prompts(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> Prompts:
+        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
+        return prompts_from_values(self.draw_values, self.n, self.d, float(self.sigma), batch,
+                                   generator, dtype)
+
+
 @dataclass(frozen=True)
-class ReluTask:
+class ReluTask(DrawnTask):
     """f(x) = relu(u^T x), u uniform on the sphere S^{d-1}; x ~ N(0, I); noise sigma."""
 
     d: int
@@ -92,16 +100,9 @@ class ReluTask:
         u = u / u.norm(dim=-1, keepdim=True)
         return torch.relu(torch.einsum("bkd,bd->bk", inputs, u))
 
-    def sample_prompts(
-        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
-    ) -> Prompts:
-        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
-        return prompts_from_values(self.draw_values, self.n, self.d, float(self.sigma), batch,
-                                   generator, dtype)
-
 
 @dataclass(frozen=True)
-class TwoLayerReluTask:
+class TwoLayerReluTask(DrawnTask):
     """f(x) = a^T relu(W x) / sqrt(m): W (m, d) with entries N(0, 1/d), a (m,) with N(0, 1)."""
 
     d: int
@@ -133,16 +134,9 @@ class TwoLayerReluTask:
         hidden = torch.relu(inputs @ W.transpose(1, 2))        # (B, k, m)
         return (hidden @ a[..., None]).squeeze(-1) / math.sqrt(self.width)
 
-    def sample_prompts(
-        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
-    ) -> Prompts:
-        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
-        return prompts_from_values(self.draw_values, self.n, self.d, float(self.sigma), batch,
-                                   generator, dtype)
-
 
 @dataclass(frozen=True)
-class FunctionTask:
+class FunctionTask(DrawnTask):
     """A user family: x ~ N(0, I), f's values drawn by ``draw`` (one f per row), noise sigma.
 
     ``rotation_invariant`` is the user's claim that f o R has the law of f for every orthogonal
@@ -172,13 +166,6 @@ class FunctionTask:
                 f"{tuple(inputs.shape[:2])} (batch, inputs), got {shape}"
             )
         return values.to(inputs.dtype)
-
-    def sample_prompts(
-        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
-    ) -> Prompts:
-        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
-        return prompts_from_values(self.draw_values, self.n, self.d, float(self.sigma), batch,
-                                   generator, dtype)
 
 
 def default_anisotropic_lambda(d: int) -> np.ndarray:

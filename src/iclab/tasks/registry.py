@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclab.errors import ConfigError
+from iclab.tasks.base import check_scalars
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import (
     DEFAULT_WIDTH,
@@ -36,7 +37,6 @@ from iclab.tasks.nonlinear import (
     ReluTask,
     TwoLayerReluTask,
     anisotropic_task,
-    check_scalars,
 )
 
 FAMILY_NAMES = ("linear-gaussian", "relu", "two-layer-relu", "anisotropic")
