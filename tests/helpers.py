@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from iclab.models.lsa import LinearSelfAttention, LSAOptions
@@ -26,3 +27,9 @@ def prompts(d: int, n: int, batch: int = 64, seed: int = 0, sigma: float = 0.5) 
     """Float64 linear Gaussian prompts."""
     task = LinearGaussian(d, n, sigma)
     return task.sample_prompts(batch, make_generator(seed, "test-prompts"), dtype=torch.float64)
+
+
+def random_spd(rng: np.random.Generator, d: int, ridge: float = 0.3) -> np.ndarray:
+    """A random symmetric positive-definite (d, d) matrix: A A^T / d + ridge I."""
+    a = rng.normal(size=(d, d))
+    return np.asarray(a @ a.T / d + ridge * np.eye(d))

@@ -21,11 +21,7 @@ from iclab.algorithms.gd import OneStepGD
 from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
-
-
-def random_spd(rng: np.random.Generator, d: int) -> np.ndarray:
-    a = rng.normal(size=(d, d))
-    return a @ a.T / d + 0.3 * np.eye(d)
+from tests.helpers import random_spd
 
 
 def regression(batch: int, n: int, d: int, sigma: float, seed: int

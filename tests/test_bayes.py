@@ -15,11 +15,7 @@ from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import gaussian_optimum, loss_star_isotropic
-
-
-def random_spd(rng: np.random.Generator, d: int) -> np.ndarray:
-    a = rng.normal(size=(d, d))
-    return a @ a.T / d + 0.3 * np.eye(d)
+from tests.helpers import random_spd
 
 
 def monte_carlo_risk(task: LinearGaussian, algorithm: BayesPosteriorMean | Ridge, prompts: int,

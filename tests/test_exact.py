@@ -21,11 +21,7 @@ from iclab.training import loop
 from iclab.training.config import TrainConfig
 from iclab.training.exact import ExactLBFGS
 from iclab.training.loop import train
-
-
-def random_spd(rng: np.random.Generator, d: int) -> np.ndarray:
-    a = rng.normal(size=(d, d))
-    return a @ a.T / d + 0.2 * np.eye(d)
+from tests.helpers import random_spd
 
 
 def run_cli(tmp_path: Path, name: str, args: list[str],
@@ -50,7 +46,10 @@ def test_cli_exact_reaches_gamma_star(tmp_path: Path, family: str, seed: int) ->
     test_spurious_local_minimum_is_shown_not_hidden.)"""
     rng = np.random.default_rng({"identity-w": 1, "inverse-w": 2, "diagonal-x": 3}[family])
     d, n, sigma = 5, 20, 0.6
-    cov_x = random_spd(rng, d) if family != "diagonal-x" else np.diag(rng.uniform(0.25, 4, d))
+    if family == "diagonal-x":
+        cov_x = np.diag(rng.uniform(0.25, 4, d))
+    else:
+        cov_x = random_spd(rng, d, ridge=0.2)
     covariances = {"--cov-x": cov_x}
     if family == "inverse-w":
         covariances["--cov-w"] = np.linalg.inv(cov_x)

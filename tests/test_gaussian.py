@@ -21,12 +21,7 @@ from iclab.theory.gaussian import (
     loss_star_isotropic,
     second_moment_K,
 )
-
-
-def random_spd(rng: np.random.Generator, d: int) -> np.ndarray:
-    a = rng.normal(size=(d, d))
-    return a @ a.T / d + 0.3 * np.eye(d)
-
+from tests.helpers import random_spd
 
 SETTINGS = {  # name -> (Sigma_x, Sigma_w) for d = 3
     "theorem-1": (np.eye(3), np.eye(3)),

@@ -23,13 +23,9 @@ from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.gaussian import gaussian_optimum, gd_term_loss
 from iclab.theory.population import PopulationLoss, lsa_population_loss
+from tests.helpers import random_spd
 
 OPTIONS = list(itertools.product([False, True], repeat=2))  # (normalise, attend_query)
-
-
-def random_spd(rng: np.random.Generator, d: int) -> np.ndarray:
-    a = rng.normal(size=(d, d))
-    return a @ a.T / d + 0.3 * np.eye(d)
 
 
 def model_from(u: torch.Tensor, M: torch.Tensor, normalise: bool, attend_query: bool
