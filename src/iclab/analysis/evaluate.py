@@ -20,6 +20,7 @@ from iclab.analysis.compare import compare_with
 from iclab.analysis.readout import gamma_relative_error, nuisance_shares, read_algorithm
 from iclab.models.lsa import LinearSelfAttention
 from iclab.seeding import make_generator
+from iclab.tasks.base import TaskFamily
 from iclab.tasks.registry import Family
 from iclab.theory.family_optimum import MONTE_CARLO, family_optimum
 
@@ -27,7 +28,7 @@ ELEMENTS_PER_CHUNK = 4_000_000
 NUISANCE_PROMPTS = 20_000
 
 
-def _chunk_size(task: Family, total: int) -> int:
+def _chunk_size(task: TaskFamily, total: int) -> int:
     per_prompt = (task.n + 1) * (task.d + 1)
     return max(1, min(total, ELEMENTS_PER_CHUNK // per_prompt))
 
@@ -38,7 +39,7 @@ def cpu64(model: LinearSelfAttention) -> LinearSelfAttention:
 
 
 def test_loss(
-    model: LinearSelfAttention, task: Family, prompts: int, seed: int
+    model: LinearSelfAttention, task: TaskFamily, prompts: int, seed: int
 ) -> tuple[float, float]:
     """Mean squared error on ``prompts`` fresh prompts and its standard error (float64)."""
     model64 = cpu64(model)

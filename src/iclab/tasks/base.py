@@ -56,12 +56,17 @@ class TaskFamily(Protocol):
     """A distribution over regression tasks and the prompts drawn from them.
 
     ``sample_prompts`` must draw only from ``generator``, so a batch is reproducible from the
-    generator's seed alone.
+    generator's seed alone. The attributes are read-only, so frozen dataclasses satisfy it.
     """
 
-    d: int
-    n: int
-    sigma: float
+    @property
+    def d(self) -> int: ...
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def sigma(self) -> float: ...
 
     def sample_prompts(
         self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
