@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from iclab.training.config import TrainConfig
+from iclab.config.train import TrainConfig
 from iclab.training.loop import TRAIN_THREADS, build_model, intra_op_threads, make_train_step
 from iclab.training.objective import make_objective
 
@@ -43,11 +43,12 @@ Step = Callable[[int], object]
 
 def iclab_step(d: int, n: int, batch: int, sigma: float, steps: int) -> Step:
     """iclab's training step for this size, on the CPU, with its default sampler."""
-    config = TrainConfig(d=d, n=n, sigma=sigma, batch=batch, steps=steps)
+    config = TrainConfig.flat(d=d, n=n, sigma=sigma, batch=batch, steps=steps)
     device = torch.device("cpu")
-    model, optimizer = build_model(config, device)
-    objective = make_objective(config.task(), model, config.resolved_sampler, config.batch,
-                               config.seed, device)
+    task = config.make_task()
+    model, optimizer = build_model(config, task, device)
+    objective = make_objective(task, model, config.resolved_sampler(task), config.optim.batch,
+                               config.run.seed, device)
     return make_train_step(config, optimizer, objective)
 
 

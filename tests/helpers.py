@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from iclab.batches import Prompts
 from iclab.models.lsa import LinearSelfAttention, LSAOptions
 from iclab.seeding import make_generator
-from iclab.tasks.base import Prompts
 from iclab.tasks.linear_gaussian import LinearGaussian
 
 

@@ -6,7 +6,6 @@ from iclab.analysis.compare import (
     mean_abs_prediction_difference,
 )
 from iclab.analysis.readout import (
-    LearnedAlgorithm,
     NuisanceShares,
     gamma_relative_error,
     nuisance_shares,
@@ -14,7 +13,6 @@ from iclab.analysis.readout import (
 )
 
 __all__ = [
-    "LearnedAlgorithm",
     "NuisanceShares",
     "Predictor",
     "gamma_relative_error",

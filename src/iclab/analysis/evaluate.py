@@ -1,10 +1,15 @@
-"""Judge a trained LSA against the theory: the numbers that go into result.json.
+"""Judge a trained model against the theory: the numbers that go into result.json.
 
-Prediction-level quantities (test loss, nuisance shares) use whole prompts drawn fresh from a
-dedicated "eval" random stream on the CPU, so they do not depend on the sampler or device used
-for training. The prompts are drawn in float32 and the arithmetic is done in float64: torch's
-float64 normal sampler is about ten times slower than its float32 one, and rounding a prompt to
-float32 changes the test loss by about 1e-7 of itself, far below its standard error.
+Asked of the model, never assumed: every model gets its test loss, the family's optimal
+one-layer LSA loss L* and von Oswald et al.'s measures against the optimal one-step GD
+(``vs_optimal_gd``); a model with a linear read-out also gets its effective Gamma (both parts),
+eta_hat, the isotropy error, the nuisance shares and the comparison with Gamma*.
+
+Prediction-level quantities use whole prompts drawn fresh from dedicated "eval" and "nuisance"
+random streams on the CPU, so they do not depend on the sampler or device used for training.
+The prompts are drawn in float32 and the arithmetic is done in float64 (torch's float64
+normal sampler is about ten times slower, and rounding a prompt to float32 changes the test
+loss by about 1e-7 of itself, far below its standard error).
 """
 
 from __future__ import annotations
@@ -17,11 +22,10 @@ import torch
 
 from iclab.algorithms.gd import PreconditionedGD
 from iclab.analysis.compare import compare_with
-from iclab.analysis.readout import gamma_relative_error, nuisance_shares, read_algorithm
-from iclab.models.lsa import LinearSelfAttention
+from iclab.analysis.readout import gamma_relative_error, nuisance_shares
+from iclab.models.base import Model
 from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
-from iclab.tasks.registry import Family
 from iclab.theory.family_optimum import MONTE_CARLO, family_optimum
 
 ELEMENTS_PER_CHUNK = 4_000_000
@@ -33,14 +37,12 @@ def _chunk_size(task: TaskFamily, total: int) -> int:
     return max(1, min(total, ELEMENTS_PER_CHUNK // per_prompt))
 
 
-def cpu64(model: LinearSelfAttention) -> LinearSelfAttention:
+def cpu64(model: Model) -> Model:
     """A float64 copy of ``model`` on the CPU (the model itself is left as it is)."""
     return copy.deepcopy(model).to("cpu", torch.float64)
 
 
-def test_loss(
-    model: LinearSelfAttention, task: TaskFamily, prompts: int, seed: int
-) -> tuple[float, float]:
+def test_loss(model: Model, task: TaskFamily, prompts: int, seed: int) -> tuple[float, float]:
     """Mean squared error on ``prompts`` fresh prompts and its standard error (float64)."""
     model64 = cpu64(model)
     generator = make_generator(seed, "eval")
@@ -59,41 +61,44 @@ def test_loss(
     return mean, math.sqrt(variance / count)
 
 
-def evaluate(
-    model: LinearSelfAttention, task: Family, eval_prompts: int, seed: int
-) -> dict[str, Any]:
-    """eta_hat, eta_star, eta_rel_err, isotropy_err, gamma, gamma_star, gamma_rel_err,
-    gamma_star_isotropic, nuisance, test_loss, test_loss_stderr, loss_star, vs_optimal_gd (von
-    Oswald et al.'s two measures against the optimal preconditioned one-step GD
-    x_q^T Gamma* X^T y, on the nuisance prompts); and, where the
-    optimum is a Monte Carlo estimate (user families), method, eta_star_stderr and
-    loss_star_stderr.
+def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int) -> dict[str, Any]:
+    """result.json's numbers (see the README's result.json keys).
 
-    The optimum is the family's (``iclab.theory.family_optimum``): closed forms for linear
-    Gaussian, anisotropic, relu and two-layer relu tasks. eta_star is tr(Gamma*)/d.
+    Always: test_loss, test_loss_stderr, loss_star, eta_star (tr(Gamma*)/d), gamma_star,
+    gamma_star_isotropic, vs_optimal_gd. With a read-out: eta_hat, eta_rel_err, isotropy_err,
+    gamma, gamma_parts ({"uy_Mx", "my_ux"}, summing to gamma), gamma_rel_err, nuisance. Where
+    the optimum is a Monte Carlo estimate (user families): method, eta_star_stderr and
+    loss_star_stderr.
     """
-    learned = read_algorithm(model, task.n)
     optimum = family_optimum(task, seed=seed)
     eta_star = optimum.eta_or_trace
     loss, stderr = test_loss(model, task, eval_prompts, seed)
     nuisance_set = task.sample_prompts(
         min(NUISANCE_PROMPTS, eval_prompts), make_generator(seed, "nuisance")
     ).to(torch.float64)
-    result: dict[str, Any] = {
-        "eta_hat": learned.eta_hat,
+    result: dict[str, Any] = {}
+    if model.has_readout:
+        learned = model.readout(task.n)
+        attend_query = bool(getattr(getattr(model, "options", None), "attend_query", False))
+        result.update({
+            "eta_hat": learned.eta_hat,
+            "eta_rel_err": abs(learned.eta_hat / eta_star - 1.0),
+            "isotropy_err": learned.isotropy_err,
+            "gamma": learned.gamma.tolist(),
+            "gamma_parts": {name: part.tolist() for name, part in learned.gamma_parts.items()},
+            "gamma_rel_err": gamma_relative_error(learned.gamma, optimum.gamma),
+            "nuisance": nuisance_shares(learned, nuisance_set, attend_query).as_dict(),
+        })
+    result.update({
         "eta_star": eta_star,
-        "eta_rel_err": abs(learned.eta_hat / eta_star - 1.0),
-        "isotropy_err": learned.isotropy_err,
-        "gamma": learned.gamma.tolist(),
         "gamma_star": optimum.gamma.tolist(),
-        "gamma_rel_err": gamma_relative_error(learned.gamma, optimum.gamma),
         "gamma_star_isotropic": optimum.isotropic,
-        "nuisance": nuisance_shares(model, nuisance_set).as_dict(),
         "test_loss": loss,
         "test_loss_stderr": stderr,
         "loss_star": optimum.loss,
-        "vs_optimal_gd": compare_with(cpu64(model), PreconditionedGD(optimum.gamma), nuisance_set),
-    }
+        "vs_optimal_gd": compare_with(cpu64(model), PreconditionedGD(optimum.gamma),
+                                      nuisance_set),
+    })
     if optimum.method == MONTE_CARLO and optimum.stderr is not None:
         result["method"] = optimum.method
         result["eta_star_stderr"] = optimum.stderr.get("eta")

@@ -8,8 +8,7 @@ from typing import Any
 
 import click
 
-from iclab.analysis.certify import certify_run
-from iclab.errors import ConfigError
+from iclab.runs.certify import certify_run
 from iclab.theory.span import TEST_PROMPTS
 
 VERDICT_Z = 3.0
@@ -68,8 +67,6 @@ def certify_command(
     Prints the model's test loss, the bound, and how many standard errors the model is above
     it (combined from the two independent estimates, and paired on shared prompts).
     """
-    if seed < 0:
-        raise ConfigError(f"--seed must be an integer >= 0, got {seed}")
     report = certify_run(Path(run_dir), fit_prompts, test_prompts, seed)
     report["verdict"] = verdict(report)
     click.echo(json.dumps(report) if as_json else format_report(report))

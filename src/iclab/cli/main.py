@@ -12,28 +12,48 @@ from collections.abc import Sequence
 import click
 
 from iclab import __version__
+from iclab.cli.catalogue import families_command, models_command
 from iclab.cli.certify import certify_command
 from iclab.cli.reproduce import reproduce_command
 from iclab.cli.sweep import sweep_command
 from iclab.cli.theory import theory_command
-from iclab.cli.train import train_command
+from iclab.cli.train import make_train_command
 from iclab.errors import ConfigError
 from iclab.experiments.claims import ClaimsNotHeldError
 from iclab.experiments.sweep import SweepError
+from iclab.models.registry import ModelRegistry
+from iclab.plugins import is_plugin_reference
 from iclab.training.loop import TrainingDivergedError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="iclab")
-def cli() -> None:
-    """iclab: train linear self-attention on in-context regression and check it against theory."""
+def _model_argument(args: list[str]) -> str | None:
+    """The value of ``--model`` in ``args``, if any."""
+    for index, arg in enumerate(args):
+        if arg == "--model" and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith("--model="):
+            return arg.split("=", 1)[1]
+    return None
 
 
-cli.add_command(train_command)
-cli.add_command(theory_command)
-cli.add_command(certify_command)
-cli.add_command(sweep_command)
-cli.add_command(reproduce_command)
+def build_cli(args: list[str]) -> click.Group:
+    """The ``iclab`` command group. A plug-in model named on the command line joins the
+    model registry first, so that its options are ``iclab train`` options."""
+    models = ModelRegistry()
+    reference = _model_argument(args) if args[:1] == ["train"] else None
+    if reference is not None and is_plugin_reference(reference):
+        models.register(models.get(reference), reference)
+
+    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    @click.version_option(__version__, prog_name="iclab")
+    def cli() -> None:
+        """iclab: train attention models on in-context regression and check them against
+        the theory."""
+
+    for command in (make_train_command(models), theory_command, certify_command,
+                    sweep_command, reproduce_command, models_command, families_command):
+        cli.add_command(command)
+    return cli
 
 
 def _fail(message: str, code: int) -> int:
@@ -45,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return (and, from the console script, exit with) the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        cli.main(args=args, prog_name="iclab", standalone_mode=False)
+        build_cli(args).main(args=args, prog_name="iclab", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as error:
         click.echo(error.ctx.get_help() if error.ctx else str(error))
         return 2

@@ -1,4 +1,8 @@
-"""``iclab train``: train one LSA on a task family's prompts and judge it against the theory."""
+"""``iclab train``: train one model on a task family's prompts and judge it against theory.
+
+Its options are generated from the config declarations: the task, optimiser and run fields,
+and the options of every registered model (a model's options apply only to that model).
+"""
 
 from __future__ import annotations
 
@@ -7,101 +11,118 @@ from typing import Any
 
 import click
 
+from iclab.cli.options import apply_options, declared_options, flag_name
+from iclab.config.fields import field_infos
+from iclab.config.train import DEFAULT_MODEL, SECTIONS, TrainConfig
 from iclab.errors import ConfigError
+from iclab.models.registry import ModelRegistry
+from iclab.runs.pipeline import run_training
 from iclab.tasks.covariance import load_covariance
-from iclab.training.config import TrainConfig
-from iclab.training.loop import train
 
-DEFAULTS = TrainConfig(d=1, n=1, sigma=0.0)
+COVARIANCES = ("cov_x", "cov_w")
 
 
-def _covariance(path: str | None, d: int) -> list[list[float]] | None:
-    return None if path is None else load_covariance(path, d).tolist()
+def _row(result: dict[str, Any], key: str, label: str, fmt: str) -> tuple[str, str] | None:
+    value = result.get(key)
+    return None if value is None else (label, format(value, fmt))
 
 
 def format_result(result: dict[str, Any]) -> str:
-    """A short human-readable table of a run's result."""
-    rows = [
-        ("eta_hat (learned step size)", f"{result['eta_hat']:.6f}"),
-        ("eta* = tr(Gamma*)/d", f"{result['eta_star']:.6f}"
-         + (f" ± {result['eta_star_stderr']:.1e}" if result.get("eta_star_stderr") else "")),
-        ("|eta_hat/eta* - 1|", f"{100 * result['eta_rel_err']:.3f} %"),
-        ("isotropy error", f"{100 * result['isotropy_err']:.3f} %"),
-        ("Gamma relative error", f"{100 * result['gamma_rel_err']:.3f} %"),
-        ("largest nuisance share", f"{max(result['nuisance'].values()):.2e}"),
+    """A short human-readable table of a run's result, its verdict last."""
+    rows: list[tuple[str, str] | None] = []
+    if "eta_hat" in result:
+        star = f"{result['eta_star']:.6f}" + (
+            f" ± {result['eta_star_stderr']:.1e}" if result.get("eta_star_stderr") else "")
+        nuisance = result.get("nuisance") or {}
+        rows += [
+            _row(result, "eta_hat", "eta_hat (learned step size)", ".6f"),
+            ("eta* = tr(Gamma*)/d", star),
+            ("|eta_hat/eta* - 1|", f"{100 * result['eta_rel_err']:.3f} %"),
+            ("isotropy error", f"{100 * result['isotropy_err']:.3f} %"),
+            ("Gamma relative error", f"{100 * result['gamma_rel_err']:.3f} %"),
+            ("largest nuisance share", f"{max(nuisance.values(), default=0.0):.2e}"),
+        ]
+    rows += [
         ("test loss", f"{result['test_loss']:.5f} ± {result['test_loss_stderr']:.5f}"),
         ("optimal loss L*", f"{result['loss_star']:.5f}"),
-        ("wall time", f"{result['wall_seconds']:.1f} s"),
+        _row(result, "wall_seconds", "wall time", ".1f"),
     ]
-    width = max(len(name) for name, _ in rows)
-    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+    shown = [row for row in rows if row is not None]
+    width = max(len(name) for name, _ in shown)
+    lines = [f"{name:<{width}}  {value}" for name, value in shown]
+    if "verdict" in result:
+        z = result.get("excess_z", 0.0)
+        lines.append(f"{'verdict':<{width}}  {result['verdict']} (test loss "
+                     f"{z:+.1f} standard errors from L*)")
+    return "\n".join(lines)
 
 
-@click.command("train")
-@click.option("--d", "d", type=int, required=True, help="Input dimension d >= 1.")
-@click.option("--n", "n", type=int, required=True, help="Examples per prompt n >= 1.")
-@click.option("--sigma", type=float, required=True, help="Label noise sigma >= 0.")
-@click.option("--cov-x", type=click.Path(dir_okay=False), help="Sigma_x as a (d, d) .npy file.")
-@click.option("--cov-w", type=click.Path(dir_okay=False), help="Sigma_w as a (d, d) .npy file.")
-@click.option("--family", type=str, default=DEFAULTS.family, show_default=True,
-              help="linear-gaussian, relu, two-layer-relu, anisotropic or MODULE:FUNCTION.")
-@click.option("--width", type=int, default=None,
-              help="Hidden width m of two-layer-relu [default: 8].")
-@click.option("--steps", type=int, default=DEFAULTS.steps, show_default=True)
-@click.option("--batch", type=int, default=DEFAULTS.batch, show_default=True,
-              help="Fresh prompts per step.")
-@click.option("--lr", type=float, default=DEFAULTS.lr, show_default=True,
-              help="Adam's initial learning rate (cosine-decayed to 0).")
-@click.option("--lr-schedule", type=str, default=DEFAULTS.lr_schedule, show_default=True,
-              help="cosine or constant.")
-@click.option("--seed", type=int, default=DEFAULTS.seed, show_default=True)
-@click.option("--device", type=str, default=DEFAULTS.device, show_default=True,
-              help="cpu or cuda.")
-@click.option("--sampler", type=str, default=DEFAULTS.sampler, show_default=True,
-              help="statistics (cost independent of n), prompts, or auto.")
-@click.option("--key-dim", type=int, default=None, help="Key/query width k [default: d+1].")
-@click.option("--value-dim", type=int, default=None, help="Value width m [default: d+1].")
-@click.option("--normalise/--no-normalise", default=False, show_default=True,
-              help="Divide the attention sum by n.")
-@click.option("--attend-query/--no-attend-query", default=False, show_default=True,
-              help="Let the query token attend to itself.")
-@click.option("--init-scale", type=float, default=DEFAULTS.init_scale, show_default=True)
-@click.option("--init", "init", type=str, default=DEFAULTS.init, show_default=True,
-              help="gd-subspace (u_x = m_y = 0 at the start) or random (every weight "
-                   "random; can end in a non-global local minimum).")
-@click.option("--checkpoint-every", type=int, default=DEFAULTS.checkpoint_every,
-              show_default=True)
-@click.option("--log-every", type=int, default=DEFAULTS.log_every, show_default=True)
-@click.option("--eval-prompts", type=int, default=DEFAULTS.eval_prompts, show_default=True,
-              help="Fresh prompts for the test loss.")
-@click.option("--exact", is_flag=True,
-              help="Train on the exact population loss (float64 L-BFGS, no sampling).")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--out", type=click.Path(file_okay=False), required=True, help="Run folder.")
-def train_command(
-    d: int, n: int, sigma: float, cov_x: str | None, cov_w: str | None, family: str,
-    width: int | None, steps: int, batch: int,
-    lr: float, lr_schedule: str, seed: int, device: str, sampler: str, key_dim: int | None,
-    value_dim: int | None, normalise: bool, attend_query: bool, init_scale: float, init: str,
-    checkpoint_every: int, log_every: int, eval_prompts: int, exact: bool, quiet: bool, out: str,
-) -> None:
-    """Train a one-layer LSA and compare what it learned with the optimal one-step GD.
+def _model_notes(registry: ModelRegistry) -> list[tuple[type, str]]:
+    """Each model's options class with the note shown in --help."""
+    notes = []
+    for model_class in registry.models():
+        notes.append((model_class.options_class, f" (model {model_class.name})"))
+    return notes
 
-    Writes OUT/config.json, OUT/metrics.jsonl, OUT/model.safetensors and, last,
-    OUT/result.json. Running the same command again resumes an interrupted run.
-    """
-    config = TrainConfig(
-        d=d, n=n, sigma=sigma, family=family, width=width, steps=steps, batch=batch, lr=lr,
-        lr_schedule=lr_schedule, seed=seed, device=device, sampler=sampler, key_dim=key_dim,
-        value_dim=value_dim, normalise=normalise, attend_query=attend_query, init_scale=init_scale,
-        init=init,
-        checkpoint_every=checkpoint_every, log_every=log_every, eval_prompts=eval_prompts,
-        exact=exact,
-    )
-    config.validate()  # scalar options first, so a bad --d is named before any file is read
-    if (cov_x is not None or cov_w is not None) and family != "linear-gaussian":
-        raise ConfigError(f"--cov-x/--cov-w apply only to --family linear-gaussian, not {family!r}")
-    config = TrainConfig(**{**config.to_json(), "cov_x": _covariance(cov_x, d),
-                            "cov_w": _covariance(cov_w, d)}).validate()
-    result = train(config, Path(out), progress=not quiet)
-    click.echo(format_result(result))
+
+def config_from_options(values: dict[str, Any], registry: ModelRegistry) -> TrainConfig:
+    """The validated config of the given option values (None = not given); covariance files
+    are read only after every scalar option is checked."""
+    model_name = values.pop("model") or DEFAULT_MODEL
+    model_class = registry.get(model_name)
+    model_fields = field_infos(model_class.options_class)
+    others = {name for cls, _ in _model_notes(registry) for name in field_infos(cls)}
+    given = {k: v for k, v in values.items() if v is not None}
+    for name in given:
+        if name in others and name not in model_fields:
+            takers = [m.name for m in registry.models()
+                      if name in field_infos(m.options_class)]
+            raise ConfigError(f"{flag_name(name)} applies only to model "
+                              f"{' or '.join(takers)}, not {model_name!r}")
+    scalars = {k: v for k, v in given.items() if k not in COVARIANCES}
+    if model_name != DEFAULT_MODEL:
+        scalars["model"] = model_name
+    config = TrainConfig.from_json(scalars, registry)
+    covariances = {k: given[k] for k in COVARIANCES if k in given}
+    if covariances:
+        family = config.task.family
+        if family != "linear-gaussian":
+            raise ConfigError(f"--cov-x/--cov-w apply only to --family linear-gaussian, "
+                              f"not {family!r}")
+        config.validate(models=registry)  # scalar options first, before any file is read
+        d = config.task.d
+        scalars.update({k: load_covariance(v, d).tolist() for k, v in covariances.items()})
+        config = TrainConfig.from_json(scalars, registry)
+    return config.validate(models=registry)
+
+
+def make_train_command(registry: ModelRegistry) -> click.Command:
+    """The ``train`` command with options for the models in ``registry``."""
+
+    def train_command(out: str, quiet: bool, restart: bool, **values: Any) -> None:
+        """Train a model and compare what it learned with the optimal one-step GD.
+
+        Writes OUT/config.json, OUT/metrics.jsonl, OUT/model.safetensors and, last,
+        OUT/result.json (with a verdict: "optimal" when the test loss is within 4 standard
+        errors of the optimal LSA loss L*). Running the same command again resumes an
+        interrupted run; a finished run is not re-run.
+        """
+        config = config_from_options(values, registry)
+        result = run_training(config, Path(out), progress=not quiet, restart=restart)
+        click.echo(format_result(result))
+        if result.get("verdict") == "not optimal":
+            click.echo(f"iclab: warning: the trained model is not optimal: its test loss is "
+                       f"{result['excess_z']:.1f} standard errors above L*", err=True)
+
+    sections = [(cls, "") for cls in SECTIONS] + _model_notes(registry)
+    options = [
+        click.option("--model", default=None,
+                     help=f"Model: {registry.allowed()} (iclab models) [default: lsa]."),
+        *declared_options(sections),
+        click.option("--restart", is_flag=True,
+                     help="Remove the run's checkpoint, metrics and result, and start over."),
+        click.option("--quiet", is_flag=True, help="No progress bar."),
+        click.option("--out", type=click.Path(file_okay=False), required=True,
+                     help="Run folder."),
+    ]
+    return click.command("train")(apply_options(train_command, options))

@@ -29,7 +29,6 @@ import numpy as np
 from iclab.errors import ConfigError
 from iclab.experiments.results import RunRecord, Site, sites
 from iclab.experiments.spec import ClaimSpec, Spec
-from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import eta_star_isotropic
 
@@ -95,15 +94,15 @@ def describe(site: Site) -> str:
 
 def inverse_cov_x(record: RunRecord) -> np.ndarray:
     """Sigma_x^-1 of a run: (d, d)."""
-    config = record.point.config
-    if config.cov_x is None:
-        return np.eye(config.d)
-    return np.linalg.inv(np.asarray(config.cov_x, dtype=np.float64))
+    task = record.point.config.task
+    if task.cov_x is None:
+        return np.eye(task.d)
+    return np.linalg.inv(np.asarray(task.cov_x, dtype=np.float64))
 
 
 def theorem1_eta(record: RunRecord) -> float:
-    config = record.point.config
-    return eta_star_isotropic(config.n, config.d, config.sigma)
+    task = record.point.config.task
+    return eta_star_isotropic(task.n, task.d, task.sigma)
 
 
 def gamma_target(record: RunRecord, target: str) -> np.ndarray:
@@ -124,7 +123,7 @@ def distance_from_multiple(gamma: np.ndarray, reference: np.ndarray) -> float:
 
 
 def multiple_reference(record: RunRecord, of: str) -> np.ndarray:
-    return np.eye(record.point.config.d) if of == "identity" else inverse_cov_x(record)
+    return np.eye(record.point.config.task.d) if of == "identity" else inverse_cov_x(record)
 
 
 def site_bayes(group: str, site: Site, cache: BayesRisks) -> tuple[float, float]:
@@ -132,11 +131,12 @@ def site_bayes(group: str, site: Site, cache: BayesRisks) -> tuple[float, float]
     key = (group, site.label)
     if key not in cache:
         config = site.records[0].point.config
-        task = config.task()
-        if not isinstance(task, LinearGaussian):
+        task = config.make_task()
+        if not task.gaussian:
             raise ConfigError(f"group {group!r}: the Bayes risk needs linear Gaussian runs, "
-                              f"not {config.family!r}")
-        cache[key] = bayes_risk(config.n, config.sigma, task.sigma_x, task.sigma_w,
+                              f"not {config.task.family!r}")
+        sigma_x, sigma_w = getattr(task, "sigma_x"), getattr(task, "sigma_w")  # noqa: B009
+        cache[key] = bayes_risk(task.n, task.sigma, sigma_x, sigma_w,
                                 prompts=BAYES_PROMPTS, seed=0)
     return cache[key]
 

@@ -48,8 +48,8 @@ def execute_run(task: RunTask) -> RunOutcome:
     """Train (or resume, or skip) one run in its folder; never raises."""
     import torch
 
-    from iclab.training.config import TrainConfig
-    from iclab.training.loop import train
+    from iclab.config.train import TrainConfig
+    from iclab.runs.pipeline import run_training
 
     torch.set_num_threads(1)
     started = time.perf_counter()
@@ -57,7 +57,7 @@ def execute_run(task: RunTask) -> RunOutcome:
         Path(task.lock_path).parent.mkdir(parents=True, exist_ok=True)
         with open(task.lock_path, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            train(TrainConfig.from_json(task.config), Path(task.run_dir), progress=False)
+            run_training(TrainConfig.from_json(task.config), Path(task.run_dir), progress=False)
     except Exception as error:
         return RunOutcome(task.run_id, f"{type(error).__name__}: {error}",
                           time.perf_counter() - started)

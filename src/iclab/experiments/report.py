@@ -56,7 +56,7 @@ def _gamma_figures(spec: Spec, group: str, claims: list[ClaimSpec],
     group_sites = sites(spec, records, group)
     for index, site in enumerate(group_sites):
         record = site.records[0]
-        seed = record.point.config.seed
+        seed = record.point.config.run.seed
         panels = [(f"learned Gamma (seed {seed})", record.gamma)]
         for claim in claims:
             if claim.kind == "gamma":
@@ -150,9 +150,9 @@ def far_from_optimum(records: dict[str, RunRecord]) -> list[str]:
         error = float(record.result.get("gamma_rel_err", 0.0))
         if error > FAR_FROM_OPTIMUM:
             config = record.point.config
-            lines.append(f"run {run_id} ({', '.join(record.point.groups)}; n={config.n}, "
-                         f"sigma={config.sigma}, seed={config.seed}): ||Gamma - Gamma*|| / "
-                         f"||Gamma*|| = {error:.3g}")
+            lines.append(f"run {run_id} ({', '.join(record.point.groups)}; n={config.task.n}, "
+                         f"sigma={config.task.sigma}, seed={config.run.seed}): "
+                         f"||Gamma - Gamma*|| / ||Gamma*|| = {error:.3g}")
     return lines
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ import numpy as np
 from iclab.errors import ConfigError
 from iclab.experiments.spec import Point, Spec
 from iclab.io import atomic_write_text, read_json
-from iclab.training.config import TrainConfig
 
 RESULT = "result.json"
 RESULT_COLUMNS = (
@@ -27,10 +26,16 @@ RESULT_COLUMNS = (
 )
 
 
-def config_columns() -> list[str]:
-    """Every scalar TrainConfig field (covariances are summarised by their spec labels)."""
-    names = [f.name for f in fields(TrainConfig) if f.name not in ("cov_x", "cov_w")]
-    return ["family", *(name for name in names if name != "family")]
+def config_columns(records: dict[str, RunRecord]) -> list[str]:
+    """Every scalar config key of the runs, from the declarations (``iclab.config``): family
+    first, then in declaration order; covariances are summarised by their spec labels, and a
+    model's options appear once some run uses that model."""
+    names: dict[str, None] = {"family": None}
+    for record in records.values():
+        for key in record.point.config.to_json():
+            if key not in ("cov_x", "cov_w"):
+                names.setdefault(key, None)
+    return list(names)
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,7 @@ def _csv(rows: list[list[str]]) -> str:
 
 def results_rows(records: dict[str, RunRecord]) -> list[list[str]]:
     """Header and one row per run (spec order): config, covariance labels, result numbers."""
-    columns = config_columns()
+    columns = config_columns(records)
     header = ["run", "groups", *columns, "cov_x", "cov_w", *RESULT_COLUMNS]
     rows = [header]
     for run_id, record in records.items():

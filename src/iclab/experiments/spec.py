@@ -33,19 +33,21 @@ by the hash of that config; a config reached by several groups is one run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from importlib import resources
 from itertools import product
 from pathlib import Path
 from typing import Any
 
+from iclab.config.fields import field_infos
+from iclab.config.train import MODEL_KEY, TrainConfig, section_fields
 from iclab.errors import ConfigError
 from iclab.experiments.covariances import resolve_covariance
-from iclab.training.config import TrainConfig
+from iclab.models.registry import ModelRegistry
+from iclab.plugins import is_plugin_reference
 
 BUILTIN_SPECS = ("reproduce", "reproduce-quick")
 CLAIM_KINDS = ("eta", "isotropy", "gamma", "not-multiple", "test-loss", "above-bayes")
@@ -62,8 +64,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 def config_hash(config: TrainConfig) -> str:
     """16 hex digits identifying a run: a hash of its canonical JSON config."""
-    text = json.dumps(config.to_json(), sort_keys=True, separators=(",", ":"))
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    return config.hash()
 
 
 @dataclass(frozen=True)
@@ -135,17 +136,13 @@ def _fail(where: str, message: str) -> ConfigError:
     return ConfigError(f"{where}: {message}")
 
 
-def _config_fields() -> dict[str, str]:
-    return {f.name: str(f.type) for f in fields(TrainConfig)}
-
-
-def _normalise(values: dict[str, Any], types: dict[str, str]) -> dict[str, Any]:
-    """Integers given for float fields become floats, so 0 and 0.0 hash the same."""
-    out = dict(values)
-    for name, value in values.items():
-        if types.get(name) == "float" and isinstance(value, int) and not isinstance(value, bool):
-            out[name] = float(value)
-    return out
+def allowed_group_keys(models: ModelRegistry) -> set[str]:
+    """Every key a group (or ``[defaults]``) may set: the run's declared fields, ``model``,
+    every registered model's options, ``name`` and ``seeds`` (not ``seed``)."""
+    keys = {*section_fields(), MODEL_KEY, "name", "seeds"} - {"seed"}
+    for model_class in models.models():
+        keys |= set(field_infos(model_class.options_class))
+    return keys
 
 
 def _expand_group(
@@ -158,8 +155,11 @@ def _expand_group(
     if not isinstance(name, str) or not _NAME.match(name):
         raise _fail(where, f"name must be lower-case letters, digits and '-', got {name!r}")
     where = f"{source}: group {name!r}"
-    types = _config_fields()
-    allowed = set(types) - {"seed"} | {"name", "seeds"}
+    models = ModelRegistry()
+    model = raw.get(MODEL_KEY, defaults.get(MODEL_KEY))
+    if isinstance(model, str) and is_plugin_reference(model):
+        models.register(models.get(model), model)
+    allowed = allowed_group_keys(models)
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise _fail(where, f"unknown keys {unknown}; allowed: {sorted(allowed)}")
@@ -179,12 +179,11 @@ def _expand_group(
     points = []
     for values in product(*(settings[a] for a in axes)):
         for seed in seeds:
-            data = _normalise({**settings, **dict(zip(axes, values, strict=True)), "seed": seed},
-                              types)
+            data = {**settings, **dict(zip(axes, values, strict=True)), "seed": seed}
             for f, (matrix, _) in covariances.items():
                 data[f] = None if matrix is None else matrix.tolist()
             try:
-                config = TrainConfig.from_json(data).validate()
+                config = TrainConfig.from_json(data, models).validate(models=models)
             except (ConfigError, TypeError) as error:
                 raise _fail(where, f"{error} (this installed iclab cannot run this group)") \
                     from None

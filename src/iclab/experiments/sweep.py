@@ -12,11 +12,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
 from iclab.experiments.executors import Executor, LocalExecutor, RunOutcome, RunTask
 from iclab.experiments.results import RunRecord, is_finished, load_records, run_dir, write_tables
 from iclab.experiments.spec import Point, Spec
-from iclab.training.config import TrainConfig
 
 EXECUTORS = ("local", "ray")
 
@@ -27,8 +27,10 @@ class SweepError(RuntimeError):
 
 def estimated_cost(config: TrainConfig) -> float:
     """A rough relative cost of a run: training draws plus the test-loss prompts."""
-    per_prompt = 1.0 if config.resolved_sampler == "statistics" else 0.3 * (config.n + 1)
-    return config.steps * config.batch * per_prompt + 0.5 * config.eval_prompts * (config.n + 1)
+    n = config.task.n
+    per_prompt = 1.0 if config.resolved_sampler() == "statistics" else 0.3 * (n + 1)
+    return (config.optim.steps * config.optim.batch * per_prompt
+            + 0.5 * config.run.eval_prompts * (n + 1))
 
 
 def make_executor(name: str, workers: int | None = None, address: str | None = None) -> Executor:

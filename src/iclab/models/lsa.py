@@ -16,13 +16,19 @@ Options: ``normalise`` divides the sum by n (multiplying the learned step size b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
+from iclab.batches import GaussianStatistics
+from iclab.config.fields import setting
 from iclab.errors import ConfigError
+from iclab.models.base import Model
 from iclab.models.lsa_statistics import statistics_prediction
-from iclab.tasks.linear_gaussian import GaussianStatistics
+from iclab.models.readout import LinearReadout
+from iclab.tasks.base import nuisance_free_optimum
 
 
 @dataclass(frozen=True)
@@ -55,10 +61,28 @@ class LSAOptions:
         return self.d + 1 if self.value_dim is None else self.value_dim
 
 
-INIT_SCHEMES = ("random", "gd-subspace")
+INIT_SCHEMES = ("gd-subspace", "random")
 
 
-class LinearSelfAttention(nn.Module):
+@dataclass(frozen=True)
+class LSAModelOptions:
+    """The options of the ``lsa`` model (``iclab train --model lsa``), declared once."""
+
+    key_dim: int | None = setting(None, "Key/query width k [default: d+1].", minimum=1,
+                                  maximum=100_000)
+    value_dim: int | None = setting(None, "Value width m [default: d+1].", minimum=1,
+                                    maximum=100_000)
+    normalise: bool = setting(False, "Divide the attention sum by n.")
+    attend_query: bool = setting(False, "Let the query token attend to itself.")
+    init_scale: float = setting(0.1, "Standard deviation of the initial weights.", minimum=0,
+                                maximum=1e6, strict=True)
+    init: str = setting("gd-subspace", "gd-subspace (u_x = m_y = 0 at the start, and kept "
+                        "there when the family's optimum has no nuisance term) or random "
+                        "(every weight random and free; can end in a non-global local "
+                        "minimum).", choices=INIT_SCHEMES)
+
+
+class LinearSelfAttention(Model):
     """One-layer linear self-attention read out at the query token.
 
     Initialisation (every weight N(0, init_scale^2), drawn from ``generator``):
@@ -70,10 +94,27 @@ class LinearSelfAttention(nn.Module):
       in which u_x is parallel to m_y and the x_y nuisance carries part of the GD term.
     """
 
+    name = "lsa"
+    description = "one layer of linear self-attention (the paper's model)"
+    options_class = LSAModelOptions
+    has_readout = True
+    has_statistics = True
+    has_exact_loss = True
+
     W_K: nn.Parameter
     W_Q: nn.Parameter
     W_V: nn.Parameter
     h: nn.Parameter
+
+    @classmethod
+    def create(
+        cls, d: int, options: Any, generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> LinearSelfAttention:
+        """The ``lsa`` model of ``options`` (an ``LSAModelOptions``) for dimension d."""
+        shape = LSAOptions(d, options.key_dim, options.value_dim, options.normalise,
+                           options.attend_query)
+        return cls(shape, generator, options.init_scale, dtype, options.init)
 
     def __init__(
         self,
@@ -87,6 +128,7 @@ class LinearSelfAttention(nn.Module):
         if init not in INIT_SCHEMES:
             raise ConfigError(f"init must be one of {', '.join(INIT_SCHEMES)}; got {init!r}")
         self.options = options
+        self.init = init
         d1, k, m = options.d + 1, options.k, options.m
         device = generator.device if generator is not None else torch.device("cpu")
 
@@ -132,6 +174,47 @@ class LinearSelfAttention(nn.Module):
             yhat = yhat / n
         return yhat
 
+    def readout(self, n: int) -> LinearReadout:
+        """(u, M) in float64 with the 1/n of a normalising model folded into M."""
+        with torch.no_grad():
+            u, M = self.effective()
+            u64 = u.detach().to("cpu", torch.float64).numpy()
+            M64 = M.detach().to("cpu", torch.float64).numpy()
+        if self.options.normalise:
+            M64 = M64 / n
+        return LinearReadout(np.array(u64), np.array(M64))
+
+    def exact_loss(self, task: Any) -> torch.Tensor:
+        """The exact population loss on a Gaussian family: float64 scalar, differentiable."""
+        from iclab.theory.population import PopulationLoss
+
+        u, M = self.effective()
+        exact = PopulationLoss.from_task(task, u.device)
+        return exact(u, M, self.options.normalise, self.options.attend_query)
+
+    def prepare_for_task(self, task: Any) -> None:
+        """With the gd-subspace start, keep u_x = m_y = 0 throughout training when the
+        family's optimum provably has no nuisance term (sign-symmetric or rotation-invariant
+        families, docs/theory.md section 2): sampled gradients in those coordinates are zero
+        only on average, and their noise would otherwise carry the model off the subspace
+        into spurious stationary points."""
+        if self.init == "gd-subspace" and nuisance_free_optimum(task):
+            self.constrain_nuisance_free()
+
+    def constrain_nuisance_free(self) -> None:
+        """Zero the keys' label column and the values' input columns (u_x = m_y = 0) and mask
+        their gradients, so that no optimiser step moves them."""
+        d = self.d
+        with torch.no_grad():
+            self.W_K[:, d] = 0.0
+            self.W_V[:, :d] = 0.0
+        key_mask = torch.ones_like(self.W_K)
+        key_mask[:, d] = 0.0
+        value_mask = torch.ones_like(self.W_V)
+        value_mask[:, :d] = 0.0
+        self.W_K.register_hook(lambda grad: grad * key_mask)  # type: ignore[no-untyped-call]
+        self.W_V.register_hook(lambda grad: grad * value_mask)  # type: ignore[no-untyped-call]
+
     def forward_statistics(self, stats: GaussianStatistics) -> torch.Tensor:
         """The prediction on linear Gaussian prompts drawn as sufficient statistics: (B,).
 
@@ -146,3 +229,5 @@ class LinearSelfAttention(nn.Module):
         if self.options.normalise:
             yhat = yhat / stats.n
         return yhat
+LSAModel = LinearSelfAttention
+"""The built-in model registered as ``lsa``."""

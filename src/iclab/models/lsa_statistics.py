@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from iclab.tasks.linear_gaussian import GaussianStatistics
+from iclab.batches import GaussianStatistics
 
 
 class _StatisticsPrediction(torch.autograd.Function):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 
+from iclab.batches import Prompts
 from iclab.errors import ConfigError
+
+__all__ = ["Prompts", "TaskFamily", "check_scalars", "nuisance_free_optimum"]
 
 
 def check_scalars(d: int, n: int, sigma: float) -> None:
@@ -22,42 +24,28 @@ def check_scalars(d: int, n: int, sigma: float) -> None:
         raise ConfigError(f"sigma must be a finite number >= 0, got {sigma!r}")
 
 
-@dataclass(frozen=True)
-class Prompts:
-    """A batch of prompts.
-
-    X: (B, n, d) in-context inputs; y: (B, n) their labels;
-    x_q: (B, d) queries; y_q: (B,) the queries' labels.
-    """
-
-    X: torch.Tensor
-    y: torch.Tensor
-    x_q: torch.Tensor
-    y_q: torch.Tensor
-
-    @property
-    def batch(self) -> int:
-        return int(self.X.shape[0])
-
-    @property
-    def n(self) -> int:
-        return int(self.X.shape[1])
-
-    @property
-    def d(self) -> int:
-        return int(self.X.shape[2])
-
-    def to(self, dtype: torch.dtype) -> Prompts:
-        """The same prompts in another floating-point type."""
-        return Prompts(self.X.to(dtype), self.y.to(dtype), self.x_q.to(dtype), self.y_q.to(dtype))
-
-
 class TaskFamily(Protocol):
     """A distribution over regression tasks and the prompts drawn from them.
 
     ``sample_prompts`` must draw only from ``generator``, so a batch is reproducible from the
     generator's seed alone. The attributes are read-only, so frozen dataclasses satisfy it.
+
+    Capabilities, declared by each family and asked by the rest of iclab (never inferred from
+    the family's class):
+
+    - ``statistics``: the family has ``sample_statistics(batch, generator, dtype)`` returning
+      ``iclab.batches.GaussianStatistics`` (the n-independent sampler of linear Gaussian tasks);
+    - ``gaussian``: x ~ N(0, Sigma_x), f(x) = w^T x with w ~ N(0, Sigma_w); the family has
+      ``sigma_x`` and ``sigma_w`` ((d, d) float64 arrays), so the closed-form optimum, the exact
+      population loss and the Bayes risk apply;
+    - ``rotation_invariant``: x ~ N(0, I) and f o R has the law of f for every rotation R, so
+      the optimum is one step of plain GD (docs/theory.md section 4);
+    - ``sign_symmetric``: the law is invariant under (f, noise) -> (-f, -noise), so the optimal
+      one-layer LSA has no nuisance term (docs/theory.md section 2).
     """
+
+    @property
+    def name(self) -> str: ...
 
     @property
     def d(self) -> int: ...
@@ -68,8 +56,26 @@ class TaskFamily(Protocol):
     @property
     def sigma(self) -> float: ...
 
+    @property
+    def statistics(self) -> bool: ...
+
+    @property
+    def gaussian(self) -> bool: ...
+
+    @property
+    def rotation_invariant(self) -> bool: ...
+
+    @property
+    def sign_symmetric(self) -> bool: ...
+
     def sample_prompts(
         self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
     ) -> Prompts:
         """Draw ``batch`` prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
         ...
+
+
+def nuisance_free_optimum(task: TaskFamily) -> bool:
+    """Whether the optimal one-layer LSA of ``task`` provably has no nuisance term
+    (u_x = 0, m_y = 0): true for sign-symmetric and for rotation-invariant families."""
+    return bool(task.sign_symmetric or task.rotation_invariant)

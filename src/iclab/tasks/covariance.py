@@ -9,6 +9,9 @@ import numpy as np
 from iclab.errors import ConfigError
 
 SYMMETRY_RTOL = 1e-8
+MIN_SCALE, MAX_SCALE = 1e-8, 1e8
+"""The largest entry of a covariance must lie in this range: beyond it the fourth and sixth
+moments of the theory overflow or underflow float64."""
 
 
 def validate_covariance(matrix: np.ndarray, d: int, name: str) -> np.ndarray:
@@ -25,6 +28,9 @@ def validate_covariance(matrix: np.ndarray, d: int, name: str) -> np.ndarray:
     if not np.all(np.isfinite(array)):
         raise ConfigError(f"{name}: covariance has non-finite entries")
     scale: float = max(float(np.max(np.abs(array))), float(np.finfo(np.float64).tiny))
+    if not MIN_SCALE <= scale <= MAX_SCALE:
+        raise ConfigError(f"{name}: covariance entries must be between {MIN_SCALE:g} and "
+                          f"{MAX_SCALE:g} in size (rescale the problem), got {scale:.3g}")
     asymmetry = float(np.max(np.abs(array - array.T)))
     if asymmetry > SYMMETRY_RTOL * scale:
         raise ConfigError(

@@ -20,27 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from iclab.tasks.base import Prompts, check_scalars
+from iclab.batches import GaussianStatistics, Prompts
+from iclab.tasks.base import check_scalars
 from iclab.tasks.covariance import validate_covariance
-
-
-@dataclass(frozen=True)
-class GaussianStatistics:
-    """Everything an LSA prediction needs from a batch of linear Gaussian prompts.
-
-    w: (B, d) task vectors; x_q: (B, d) queries; y_q: (B,) query labels;
-    chi2: (B,) the Bartlett c1^2 ~ chi2_n; z: (B,) the Bartlett off-diagonal ~ N(0, 1);
-    chol_x: (d, d) lower Cholesky factor of Sigma_x (None for the identity); sigma, n: scalars.
-    """
-
-    w: torch.Tensor
-    x_q: torch.Tensor
-    y_q: torch.Tensor
-    chi2: torch.Tensor
-    z: torch.Tensor
-    chol_x: torch.Tensor | None
-    sigma: float
-    n: int
 
 
 def _cholesky_or_none(cov: np.ndarray | None) -> np.ndarray | None:
@@ -52,7 +34,9 @@ class LinearGaussian:
     """The linear Gaussian task family of THEORY.md section 1.
 
     d >= 1 input dimension, n >= 1 examples per prompt, sigma >= 0 label noise, cov_x and cov_w
-    (d, d) positive-definite covariances (None means the identity).
+    (d, d) positive-definite covariances (None means the identity); name: the registry name it
+    was made under. Capabilities: the sufficient-statistic sampler, the Gaussian theory, and
+    sign symmetry (w -> -w); rotation-invariant when Sigma_x = I and Sigma_w = c I.
     """
 
     d: int
@@ -60,6 +44,10 @@ class LinearGaussian:
     sigma: float
     cov_x: np.ndarray | None = None
     cov_w: np.ndarray | None = None
+    name: str = "linear-gaussian"
+    statistics = True
+    gaussian = True
+    sign_symmetric = True
     _chol_x: np.ndarray | None = field(init=False, repr=False, compare=False)
     _chol_w: np.ndarray | None = field(init=False, repr=False, compare=False)
 
@@ -71,6 +59,17 @@ class LinearGaussian:
         object.__setattr__(self, "cov_w", cov_w)
         object.__setattr__(self, "_chol_x", _cholesky_or_none(cov_x))
         object.__setattr__(self, "_chol_w", _cholesky_or_none(cov_w))
+
+    @property
+    def rotation_invariant(self) -> bool:
+        """x ~ N(0, I) and w ~ N(0, c I): the law of f is invariant under rotations."""
+        sigma_w = self.sigma_w
+        return self.cov_x_is_identity and bool(
+            np.allclose(sigma_w, sigma_w[0, 0] * np.eye(self.d), rtol=0, atol=0))
+
+    @property
+    def cov_x_is_identity(self) -> bool:
+        return self.cov_x is None or bool(np.array_equal(self.cov_x, np.eye(self.d)))
 
     @property
     def sigma_x(self) -> np.ndarray:

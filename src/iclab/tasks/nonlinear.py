@@ -60,11 +60,19 @@ def prompts_from_values(
 
 
 class DrawnTask:
-    """What every family defined by its ``draw_values`` shares: ``sample_prompts``."""
+    """What every family defined by its ``draw_values`` shares: ``sample_prompts``, and the
+    capabilities of a family drawn on whole prompts (see ``iclab.tasks.base.TaskFamily``)."""
 
     d: int
     n: int
     sigma: float
+    statistics = False
+    gaussian = False
+
+    def gd_moments(self) -> tuple[float, float, float] | None:
+        """(G, A, B) = (E||g_f||^2, E f^2, E f^2 ||x||^2) in closed form where known, else None
+        (docs/theory.md section 4)."""
+        return None
 
     def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """inputs: (B, k, d) -> the values of one freshly drawn f per row: (B, k)."""
@@ -88,6 +96,11 @@ class ReluTask(DrawnTask):
 
     name = "relu"
     rotation_invariant = True
+    sign_symmetric = False  # relu(u.x) >= 0: -f is not in the family
+
+    def gd_moments(self) -> tuple[float, float, float]:
+        """g_f = u/2: G = 1/4, A = 1/2, B = (d+2) A (positively homogeneous f)."""
+        return 0.25, 0.5, (self.d + 2) / 2
 
     def __post_init__(self) -> None:
         check_scalars(self.d, self.n, self.sigma)
@@ -112,6 +125,11 @@ class TwoLayerReluTask(DrawnTask):
 
     name = "two-layer-relu"
     rotation_invariant = True
+    sign_symmetric = True  # a -> -a maps f to -f
+
+    def gd_moments(self) -> tuple[float, float, float]:
+        """The moments of a single relu, for every width (``iclab.theory.rotation_invariant``)."""
+        return 0.25, 0.5, (self.d + 2) / 2
 
     def __post_init__(self) -> None:
         check_scalars(self.d, self.n, self.sigma)
@@ -150,6 +168,7 @@ class FunctionTask(DrawnTask):
     draw: DrawFunction
     name: str = "custom"
     rotation_invariant: bool = False
+    sign_symmetric: bool = False
 
     def __post_init__(self) -> None:
         check_scalars(self.d, self.n, self.sigma)
@@ -185,4 +204,4 @@ def anisotropic_task(
     variances = default_anisotropic_lambda(d) if lam is None else np.asarray(lam, np.float64)
     if variances.shape != (d,) or not np.all(np.isfinite(variances)) or np.any(variances <= 0):
         raise ConfigError(f"anisotropic lambda must be {d} positive numbers, got {variances}")
-    return LinearGaussian(d, n, float(sigma), None, np.diag(variances))
+    return LinearGaussian(d, n, float(sigma), None, np.diag(variances), name="anisotropic")

@@ -1,8 +1,8 @@
-"""Task families by name: the built-in ones, user-registered ones, and MODULE:FUNCTION.
+"""Task families by name: one registry object holding the built-in families and the user's.
 
-Built in (``FAMILY_NAMES``): ``linear-gaussian`` (Sigma_x, Sigma_w from ``cov_x``/``cov_w``),
-``relu``, ``two-layer-relu`` (``width``, default 8) and ``anisotropic`` (see
-``iclab.tasks.nonlinear``).
+Built-ins register exactly as a user's family does (``register_builtin_families``):
+``linear-gaussian`` (Sigma_x, Sigma_w from ``cov_x``/``cov_w``), ``relu``, ``two-layer-relu``
+(``width``, default 8) and ``anisotropic`` (see ``iclab.tasks.nonlinear``).
 
 A user adds a family with a function that draws f's values on given inputs,
 
@@ -12,23 +12,24 @@ A user adds a family with a function that draws f's values on given inputs,
 
 either in Python, ``registry = FamilyRegistry(); registry.register_family("cubic", draw)``
 then ``registry.make_family("cubic", d, n, sigma)``, or from the command line as
-``--family my_module:draw`` (importable, or a file my_module.py in the working directory; a
-``rotation_invariant = True`` attribute on the function declares f's law rotation-invariant).
-No registry is global: a ``FamilyRegistry`` is an ordinary object the caller owns.
+``--family my_module:draw`` (importable, or a file my_module.py in the working directory) or
+``--family path/to/file.py:draw``; ``rotation_invariant = True`` and ``sign_symmetric = True``
+attributes on the function declare those properties of f's law. No registry is global: a
+``FamilyRegistry`` is an ordinary object the caller owns.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
 import re
-import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from iclab.errors import ConfigError
-from iclab.tasks.base import check_scalars
+from iclab.plugins import is_plugin_reference, load_plugin
+from iclab.tasks.base import TaskFamily, check_scalars
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import (
     DEFAULT_WIDTH,
@@ -40,78 +41,112 @@ from iclab.tasks.nonlinear import (
 )
 
 FAMILY_NAMES = ("linear-gaussian", "relu", "two-layer-relu", "anisotropic")
-Family = LinearGaussian | ReluTask | TwoLayerReluTask | FunctionTask
-"""Every task family ``make_family`` returns."""
+"""The built-in families, in the order ``iclab families`` lists them."""
+
+Family = TaskFamily
+"""Every task family ``make_family`` returns (kept as a name for older imports)."""
+
+FamilyBuilder = Callable[..., TaskFamily]
+"""(d, n, sigma, **parameters) -> a family; parameters are the entry's declared ones."""
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
-_SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 @dataclass(frozen=True)
-class CustomFamily:
-    """A registered user family: its draw function and whether f's law is rotation-invariant."""
+class FamilyEntry:
+    """A registered family: how to build it and which parameters it takes.
 
-    draw: DrawFunction
-    rotation_invariant: bool = False
+    parameters: name -> help text (every other parameter is refused for this family);
+    description: one line for ``iclab families``.
+    """
 
-
-def allowed_names(extra: tuple[str, ...] = ()) -> str:
-    """The allowed family names, for error messages."""
-    return ", ".join((*FAMILY_NAMES, *extra, "MODULE:FUNCTION"))
-
-
-def check_family_name(name: str) -> None:
-    """Raise ConfigError unless ``name`` is a built-in family or has the MODULE:FUNCTION form."""
-    if not isinstance(name, str) or (name not in FAMILY_NAMES and not _SPEC.match(name)):
-        raise ConfigError(f"unknown family {name!r}; allowed: {allowed_names()}")
+    name: str
+    build: FamilyBuilder
+    description: str
+    parameters: dict[str, str] = field(default_factory=dict)
 
 
-def load_draw_function(spec: str) -> CustomFamily:
-    """Import ``module:function`` and wrap the function as a user family."""
-    if not _SPEC.match(spec):
-        raise ConfigError(f"unknown family {spec!r}; allowed: {allowed_names()}")
-    module_name, function_name = spec.split(":")
-    cwd_missing = os.getcwd() not in sys.path and "" not in sys.path
-    if cwd_missing:  # like ``python -m``: the working directory's modules are importable
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ConfigError(f"family {spec!r}: cannot import module {module_name!r} ({error})") \
-            from None
-    finally:
-        if cwd_missing:
-            sys.path.remove(os.getcwd())
-    draw = getattr(module, function_name, None)
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigError(
+            f"family name {name!r} must be lower-case letters, digits, '-', '_' or '.'"
+        )
+    return name
+
+
+def _function_entry(name: str, draw: DrawFunction, rotation_invariant: bool,
+                    sign_symmetric: bool) -> FamilyEntry:
+    def build(d: int, n: int, sigma: float) -> TaskFamily:
+        return FunctionTask(d, n, sigma, draw, name, rotation_invariant, sign_symmetric)
+
+    kind = "rotation-invariant " if rotation_invariant else ""
+    return FamilyEntry(name, build, f"user {kind}family: x ~ N(0, I), f drawn by {name}")
+
+
+def load_draw_function(spec: str) -> FamilyEntry:
+    """Import ``module:function`` or ``path/file.py:function`` as a user family."""
+    draw = load_plugin(spec, "family")
     if not callable(draw):
-        raise ConfigError(f"family {spec!r}: {module_name} has no function {function_name!r}")
-    return CustomFamily(draw, bool(getattr(draw, "rotation_invariant", False)))
+        raise ConfigError(f"family {spec!r}: {draw!r} is not a function")
+    return _function_entry(spec, draw, bool(getattr(draw, "rotation_invariant", False)),
+                           bool(getattr(draw, "sign_symmetric", False)))
 
 
 class FamilyRegistry:
-    """The built-in families plus those registered on this object."""
+    """Task families by name: the built-ins (unless ``builtins=False``) and those registered
+    on this object, plus ``MODULE:FUNCTION`` / ``file.py:FUNCTION`` references."""
 
-    def __init__(self) -> None:
-        self._custom: dict[str, CustomFamily] = {}
+    def __init__(self, builtins: bool = True) -> None:
+        self._entries: dict[str, FamilyEntry] = {}
+        if builtins:
+            register_builtin_families(self)
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Built-in names, then registered names in registration order."""
-        return (*FAMILY_NAMES, *self._custom)
+        """Registered names in registration order (built-ins first)."""
+        return tuple(self._entries)
+
+    def entries(self) -> tuple[FamilyEntry, ...]:
+        return tuple(self._entries.values())
+
+    def allowed(self) -> str:
+        """The allowed family names, for error messages."""
+        return ", ".join((*self._entries, "MODULE:FUNCTION", "FILE.py:FUNCTION"))
+
+    def register(self, entry: FamilyEntry) -> None:
+        """Add a family; its name must be new."""
+        _check_name(entry.name)
+        if entry.name in self._entries:
+            raise ConfigError(f"family {entry.name!r} already exists; pick another name")
+        self._entries[entry.name] = entry
 
     def register_family(
-        self, name: str, draw: DrawFunction, *, rotation_invariant: bool = False
+        self, name: str, draw: DrawFunction, *, rotation_invariant: bool = False,
+        sign_symmetric: bool = False,
     ) -> None:
         """Add a family whose f's values on inputs (B, k, d) are drawn by ``draw``: (B, k)."""
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise ConfigError(
-                f"family name {name!r} must be lower-case letters, digits, '-', '_' or '.'"
-            )
-        if name in self.names:
-            raise ConfigError(f"family {name!r} already exists; pick another name")
+        _check_name(name)
         if not callable(draw):
             raise ConfigError(f"family {name!r}: draw must be callable, got {draw!r}")
-        self._custom[name] = CustomFamily(draw, rotation_invariant)
+        self.register(_function_entry(name, draw, rotation_invariant, sign_symmetric))
+
+    def entry(self, name: str) -> FamilyEntry:
+        """The entry called ``name`` (a registered name or a plugin reference)."""
+        if not isinstance(name, str):
+            raise ConfigError(f"family must be a name, got {name!r}")
+        known = self._entries.get(name)
+        if known is not None:
+            return known
+        if is_plugin_reference(name):
+            return load_draw_function(name)
+        raise ConfigError(f"unknown family {name!r}; allowed: {self.allowed()}")
+
+    def check_name(self, name: str) -> None:
+        """Raise ConfigError unless ``name`` is registered or has a plugin reference's form
+        (the plugin itself is imported only when the family is made)."""
+        if not isinstance(name, str) or (name not in self._entries
+                                          and not is_plugin_reference(name)):
+            raise ConfigError(f"unknown family {name!r}; allowed: {self.allowed()}")
 
     def make_family(
         self,
@@ -122,34 +157,46 @@ class FamilyRegistry:
         width: int | None = None,
         cov_x: np.ndarray | None = None,
         cov_w: np.ndarray | None = None,
-    ) -> Family:
-        """The family ``name`` at (d, n, sigma); ``width`` only for two-layer-relu,
-        ``cov_x``/``cov_w`` only for linear-gaussian."""
-        if not isinstance(name, str):
-            raise ConfigError(f"family must be a name, got {name!r}")
-        if width is not None and name != "two-layer-relu":
-            raise ConfigError(f"width applies only to family two-layer-relu, not {name!r}")
-        if (cov_x is not None or cov_w is not None) and name != "linear-gaussian":
-            raise ConfigError(
-                f"covariances (cov_x, cov_w) apply only to family linear-gaussian, not {name!r}"
-            )
+        **parameters: Any,
+    ) -> TaskFamily:
+        """The family ``name`` at (d, n, sigma) with its parameters (None = not given); a
+        parameter the family does not declare is refused with one line."""
+        entry = self.entry(name)
+        given = {key: value for key, value in
+                 {"width": width, "cov_x": cov_x, "cov_w": cov_w, **parameters}.items()
+                 if value is not None}
+        for key in given:
+            if key not in entry.parameters:
+                takers = [e.name for e in self._entries.values() if key in e.parameters]
+                where = f"family {' or '.join(takers)}" if takers else "no family"
+                raise ConfigError(f"{key} applies only to {where}, not {name!r}")
         check_scalars(d, n, sigma)
-        sigma = float(sigma)
-        if name == "linear-gaussian":
-            return LinearGaussian(d, n, sigma, cov_x, cov_w)
-        if name == "relu":
-            return ReluTask(d, n, sigma)
-        if name == "two-layer-relu":
-            return TwoLayerReluTask(d, n, sigma, DEFAULT_WIDTH if width is None else width)
-        if name == "anisotropic":
-            return anisotropic_task(d, n, sigma)
-        custom = self._custom.get(name)
-        if custom is None:
-            if ":" not in name:
-                extra = tuple(self._custom)
-                raise ConfigError(f"unknown family {name!r}; allowed: {allowed_names(extra)}")
-            custom = load_draw_function(name)
-        return FunctionTask(d, n, sigma, custom.draw, name, custom.rotation_invariant)
+        return entry.build(d, n, float(sigma), **given)
+
+
+def register_builtin_families(registry: FamilyRegistry) -> None:
+    """Register iclab's own families on ``registry``, exactly as a user registers theirs."""
+
+    def linear_gaussian(d: int, n: int, sigma: float, cov_x: np.ndarray | None = None,
+                        cov_w: np.ndarray | None = None) -> TaskFamily:
+        return LinearGaussian(d, n, sigma, cov_x, cov_w)
+
+    def two_layer(d: int, n: int, sigma: float, width: int = DEFAULT_WIDTH) -> TaskFamily:
+        return TwoLayerReluTask(d, n, sigma, width)
+
+    covariances = {"cov_x": "Sigma_x, a (d, d) positive-definite matrix (default I)",
+                   "cov_w": "Sigma_w, a (d, d) positive-definite matrix (default I)"}
+    for entry in (
+        FamilyEntry("linear-gaussian", linear_gaussian,
+                    "x ~ N(0, Sigma_x), f(x) = w^T x with w ~ N(0, Sigma_w)", covariances),
+        FamilyEntry("relu", ReluTask, "x ~ N(0, I), f(x) = relu(u^T x), u uniform on the sphere"),
+        FamilyEntry("two-layer-relu", two_layer,
+                    "x ~ N(0, I), f(x) = a^T relu(W x) / sqrt(m), Gaussian W and a",
+                    {"width": f"hidden width m >= 1 (default {DEFAULT_WIDTH})"}),
+        FamilyEntry("anisotropic", anisotropic_task,
+                    "control: x ~ N(0, I), w ~ N(0, diag(1/4 .. 4)), not rotation-invariant"),
+    ):
+        registry.register(entry)
 
 
 def make_family(
@@ -160,7 +207,6 @@ def make_family(
     width: int | None = None,
     cov_x: np.ndarray | None = None,
     cov_w: np.ndarray | None = None,
-) -> Family:
-    """A built-in family (or MODULE:FUNCTION) by name; see ``FamilyRegistry.make_family``."""
+) -> TaskFamily:
+    """A built-in family (or a plugin reference) by name; see ``FamilyRegistry.make_family``."""
     return FamilyRegistry().make_family(name, d, n, sigma, width, cov_x, cov_w)
-

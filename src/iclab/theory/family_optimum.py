@@ -20,17 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.nonlinear import FunctionTask, ReluTask, TwoLayerReluTask
-from iclab.tasks.registry import Family
+from iclab.tasks.base import TaskFamily
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.theory.rotation_invariant import (
     DEFAULT_PRECISION,
     GDOptimum,
     estimate_gd_optimum,
+    gd_optimum_from_moments,
     generic_moment_draws,
-    relu_optimum,
     two_layer_moment_draws,
 )
 from iclab.theory.span import span_optimum
@@ -82,8 +80,14 @@ def _from_gd(d: int, gd: GDOptimum, method: str) -> FamilyOptimum:
     )
 
 
-def _gaussian(task: LinearGaussian, monte_carlo: bool, seed: int) -> FamilyOptimum:
-    closed = gaussian_optimum(task.n, task.sigma, task.sigma_x, task.sigma_w)
+def _gaussian_covariances(task: TaskFamily) -> tuple[np.ndarray, np.ndarray]:
+    """Sigma_x, Sigma_w of a family that declares ``gaussian``."""
+    return np.asarray(getattr(task, "sigma_x")), np.asarray(getattr(task, "sigma_w"))  # noqa: B009
+
+
+def _gaussian(task: TaskFamily, monte_carlo: bool, seed: int) -> FamilyOptimum:
+    sigma_x, sigma_w = _gaussian_covariances(task)
+    closed = gaussian_optimum(task.n, task.sigma, sigma_x, sigma_w)
     if not monte_carlo:
         return FamilyOptimum(
             gamma=closed.gamma, eta=closed.eta if closed.isotropic else None, loss=closed.loss,
@@ -92,7 +96,7 @@ def _gaussian(task: LinearGaussian, monte_carlo: bool, seed: int) -> FamilyOptim
     return _span(task, seed, isotropic=closed.isotropic)
 
 
-def _span(task: Family, seed: int, isotropic: bool) -> FamilyOptimum:
+def _span(task: TaskFamily, seed: int, isotropic: bool) -> FamilyOptimum:
     span = span_optimum(task, seed=seed)
     stderr: dict[str, Any] = {"loss": span.loss_stderr, "gamma": span.gamma_stderr.tolist()}
     if isotropic:
@@ -104,7 +108,7 @@ def _span(task: Family, seed: int, isotropic: bool) -> FamilyOptimum:
 
 
 def family_optimum(
-    task: Family,
+    task: TaskFamily,
     monte_carlo: bool = False,
     precision: float = DEFAULT_PRECISION,
     seed: int = 0,
@@ -117,19 +121,21 @@ def family_optimum(
     bayes: also estimate the Bayes risk (linear Gaussian families only) from ``bayes_prompts``.
     """
     d, n, sigma = task.d, task.n, float(task.sigma)
-    if isinstance(task, LinearGaussian):
+    if task.gaussian:
         optimum = _gaussian(task, monte_carlo, seed)
         if not bayes:
             return optimum
-        risk, risk_se = bayes_risk(n, sigma, task.sigma_x, task.sigma_w, bayes_prompts, seed)
+        sigma_x, sigma_w = _gaussian_covariances(task)
+        risk, risk_se = bayes_risk(n, sigma, sigma_x, sigma_w, bayes_prompts, seed)
         return replace(optimum, bayes_loss=risk, bayes_loss_stderr=risk_se)
-    if isinstance(task, ReluTask | TwoLayerReluTask) and not monte_carlo:
-        return _from_gd(d, relu_optimum(n, d, sigma), CLOSED_FORM)
-    if isinstance(task, TwoLayerReluTask):
-        draws = two_layer_moment_draws(task)
-    elif isinstance(task, ReluTask) or (isinstance(task, FunctionTask)
-                                        and task.rotation_invariant):
-        draws = generic_moment_draws(task.draw_values, d)
-    else:
+    if not task.rotation_invariant:
         return _span(task, seed, isotropic=False)
+    moments = getattr(task, "gd_moments", lambda: None)()
+    if moments is not None and not monte_carlo:
+        eta, loss = gd_optimum_from_moments(n, d, sigma, *moments)
+        return _from_gd(d, GDOptimum(eta, loss, 0.0, 0.0, 0), CLOSED_FORM)
+    if hasattr(task, "draw_weights") and hasattr(task, "width"):
+        draws = two_layer_moment_draws(task)  # type: ignore[arg-type]
+    else:
+        draws = generic_moment_draws(getattr(task, "draw_values"), d)  # noqa: B009
     return _from_gd(d, estimate_gd_optimum(draws, n, d, sigma, precision, seed), MONTE_CARLO)

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from iclab.models.lsa import LinearSelfAttention
 from iclab.tasks.linear_gaussian import LinearGaussian
 
 
@@ -146,11 +145,3 @@ class PopulationLoss:
             + 4 * (S_alpha @ A_s @ S_alpha) * trAS
             + 8 * (S_alpha @ A_s @ S @ A_s @ S_alpha)
         )
-
-
-def lsa_population_loss(model: LinearSelfAttention, task: LinearGaussian) -> torch.Tensor:
-    """The exact population loss of ``model`` (its own options) on ``task``: float64 scalar."""
-    u, M = model.effective()
-    device = u.device
-    exact = PopulationLoss.from_task(task, device)
-    return exact(u, M, model.options.normalise, model.options.attend_query)

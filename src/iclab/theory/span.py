@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from iclab.batches import Prompts
 from iclab.errors import ConfigError
 from iclab.seeding import make_generator
-from iclab.tasks.base import Prompts
-from iclab.tasks.registry import Family
+from iclab.tasks.base import TaskFamily
 
 MAX_D = 8
 ELEMENTS_PER_CHUNK = 4_000_000
@@ -57,6 +57,26 @@ def feature_count(d: int, query_cubic: bool = False) -> int:
 def default_fit_prompts(d: int, query_cubic: bool = False) -> int:
     """3000 prompts per feature, between 200,000 and 1,000,000."""
     return min(1_000_000, max(200_000, 3000 * feature_count(d, query_cubic)))
+
+
+FIT_PROMPTS_PER_FEATURE = 100
+"""The fewest fit prompts per feature: with fewer, the estimation error (about p / fit_prompts
+of the loss) makes the bound meaningless."""
+MAX_PROMPTS = 100_000_000
+
+
+def check_prompt_counts(d: int, fit_prompts: int | None, test_prompts: int,
+                        query_cubic: bool = False) -> int:
+    """The fit prompts to use; ConfigError naming a count that is too low or too high."""
+    p = feature_count(d, query_cubic)
+    fit = default_fit_prompts(d, query_cubic) if fit_prompts is None else fit_prompts
+    low = FIT_PROMPTS_PER_FEATURE * p
+    for name, value, minimum in (("fit_prompts", fit, low), ("test_prompts", test_prompts, 100)):
+        if isinstance(value, bool) or not isinstance(value, int) or not (
+                minimum <= value <= MAX_PROMPTS):
+            raise ConfigError(f"{name} must be an integer from {minimum} to {MAX_PROMPTS} "
+                              f"(d = {d}: {p} features), got {value!r}")
+    return fit
 
 
 def span_features(prompts: Prompts, query_cubic: bool = False) -> torch.Tensor:
@@ -136,12 +156,12 @@ class SpanOptimum:
         return span_features(prompts, self.query_cubic) @ theta
 
 
-def _chunk(task: Family, p: int) -> int:
+def _chunk(task: TaskFamily, p: int) -> int:
     return max(1, ELEMENTS_PER_CHUNK // max(p, (task.n + 1) * (task.d + 1)))
 
 
 def span_optimum(
-    task: Family,
+    task: TaskFamily,
     fit_prompts: int | None = None,
     test_prompts: int = TEST_PROMPTS,
     seed: int = 0,
@@ -155,10 +175,7 @@ def span_optimum(
             f"got d={d}"
         )
     p = feature_count(d, query_cubic)
-    fit_prompts = default_fit_prompts(d, query_cubic) if fit_prompts is None else fit_prompts
-    for name, value in (("fit_prompts", fit_prompts), ("test_prompts", test_prompts)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-            raise ConfigError(f"{name} must be an integer >= 2, got {value!r}")
+    fit_prompts = check_prompt_counts(d, fit_prompts, test_prompts, query_cubic)
     chunk = _chunk(task, p)
     H = torch.zeros(p, p, dtype=torch.float64)
     g = torch.zeros(p, dtype=torch.float64)
@@ -179,7 +196,7 @@ def span_optimum(
 
 
 def _assess(
-    task: Family, theta: np.ndarray, H: np.ndarray, H_inverse: np.ndarray, fit_loss: float,
+    task: TaskFamily, theta: np.ndarray, H: np.ndarray, H_inverse: np.ndarray, fit_loss: float,
     fit_prompts: int, test_prompts: int, seed: int, query_cubic: bool,
 ) -> SpanOptimum:
     """Test loss, sandwich standard errors, Gamma and nuisance shares of fitted coefficients."""

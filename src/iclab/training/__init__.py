@@ -1,6 +1,6 @@
-"""Training a one-layer LSA on fresh prompts, with checkpoints, metrics and a result file."""
+"""Fitting a model to a task family's objective: the loop, the objective, the optimisers and
+checkpoints. Imports nothing of analysis, theory, experiments or the CLI."""
 
-from iclab.training.config import TrainConfig
-from iclab.training.loop import TrainingDivergedError, train
+from iclab.training.loop import TrainedModel, TrainingDivergedError, fit
 
-__all__ = ["TrainConfig", "TrainingDivergedError", "train"]
+__all__ = ["TrainedModel", "TrainingDivergedError", "fit"]

@@ -1,8 +1,9 @@
-"""Checkpoints in safetensors (never pickle): model, Adam state, RNG position and step.
+"""Checkpoints in safetensors (never pickle): model, optimiser state, RNG position and step.
 
 Every batch is drawn from a generator seeded by (seed, "train", step), so the RNG state of a
 run is its seed and the next step, stored in the metadata; resuming redraws exactly the
-batches an uninterrupted run would have drawn.
+batches an uninterrupted run would have drawn. A checkpoint carries the hash of its run's
+config and is refused by a run with another config (another seed, say).
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
+from iclab.errors import ConfigError
 from iclab.io import atomic_write
 
 FORMAT = "iclab-checkpoint-1"
+RESTART_HINT = "rerun with --restart to start the run over"
 
 
 class OptimizerState(Protocol):
-    """What a checkpoint needs of an optimiser (torch's, or iclab's exact L-BFGS)."""
+    """What a checkpoint needs of an optimiser (iclab's Adam, or its exact L-BFGS)."""
 
     def state_dict(self) -> dict[str, Any]: ...
 
@@ -29,7 +32,8 @@ class OptimizerState(Protocol):
 
 
 def save_checkpoint(
-    path: Path, model: torch.nn.Module, optimizer: OptimizerState, step: int, seed: int
+    path: Path, model: torch.nn.Module, optimizer: OptimizerState, step: int, seed: int,
+    config_hash: str = "",
 ) -> None:
     """Atomically write the state after ``step`` completed steps."""
     tensors: dict[str, torch.Tensor] = {
@@ -43,33 +47,60 @@ def save_checkpoint(
     metadata = {
         "format": FORMAT,
         "step": str(step),
+        "config_hash": config_hash,
         "rng": json.dumps({"seed": seed, "stream": "train", "next_step": step}),
         "param_groups": json.dumps(state["param_groups"]),
     }
     atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
 
 
+def _read(path: Path) -> tuple[dict[str, str], dict[str, torch.Tensor]]:
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = handle.metadata() or {}
+        tensors = load_file(str(path))
+    except Exception as error:  # safetensors raises several types for damaged files
+        raise ConfigError(f"{path}: not a readable checkpoint ({type(error).__name__}); "
+                          f"{RESTART_HINT}") from None
+    return metadata, tensors
+
+
 def load_checkpoint(
-    path: Path, model: torch.nn.Module, optimizer: OptimizerState
+    path: Path, model: torch.nn.Module, optimizer: OptimizerState, config_hash: str = "",
 ) -> int:
-    """Restore model and optimizer from ``path``; return the number of completed steps."""
-    with safe_open(str(path), framework="pt") as handle:
-        metadata = handle.metadata()
+    """Restore model and optimizer from ``path``; return the number of completed steps.
+
+    ConfigError (one line naming the file) when the file is damaged, is no iclab checkpoint,
+    belongs to another config, or does not fit the model.
+    """
+    metadata, tensors = _read(path)
     if metadata.get("format") != FORMAT:
-        raise ValueError(f"{path}: not an iclab checkpoint (format {metadata.get('format')!r})")
-    tensors = load_file(str(path))
+        raise ConfigError(f"{path}: not an iclab checkpoint (format {metadata.get('format')!r});"
+                          f" {RESTART_HINT}")
+    if config_hash and metadata.get("config_hash") != config_hash:
+        raise ConfigError(f"{path} belongs to another run (config hash "
+                          f"{metadata.get('config_hash')!r}, this run's is {config_hash!r}); "
+                          f"{RESTART_HINT}")
     device = next(model.parameters()).device
-    model.load_state_dict(
-        {name[len("model."):]: t.to(device) for name, t in tensors.items()
-         if name.startswith("model.")}
-    )
-    slots: dict[int, dict[str, torch.Tensor]] = {}
-    for name, value in tensors.items():
-        if name.startswith("optim."):
-            _, index, slot = name.split(".", 2)
-            target = value if slot == "step" else value.to(device)
-            slots.setdefault(int(index), {})[slot] = target
-    optimizer.load_state_dict(
-        {"state": slots, "param_groups": json.loads(metadata["param_groups"])}
-    )
-    return int(metadata["step"])
+    try:
+        step = int(metadata["step"])
+        model.load_state_dict(
+            {name[len("model."):]: t.to(device) for name, t in tensors.items()
+             if name.startswith("model.")}
+        )
+        slots: dict[int, dict[str, torch.Tensor]] = {}
+        for name, value in tensors.items():
+            if name.startswith("optim."):
+                _, index, slot = name.split(".", 2)
+                target = value if slot == "step" else value.to(device)
+                slots.setdefault(int(index), {})[slot] = target
+        optimizer.load_state_dict(
+            {"state": slots, "param_groups": json.loads(metadata["param_groups"])}
+        )
+    except (KeyError, ValueError, RuntimeError, TypeError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(f"{path}: does not fit this run's model ({first[:160]}); "
+                          f"{RESTART_HINT}") from None
+    if not all(torch.isfinite(p).all() for p in model.parameters()):
+        raise ConfigError(f"{path}: holds non-finite weights; {RESTART_HINT}")
+    return step

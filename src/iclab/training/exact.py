@@ -31,10 +31,10 @@ from typing import Any
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
+from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
-from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.tasks.base import TaskFamily
 from iclab.training.adam import Adam
-from iclab.training.config import TrainConfig
 from iclab.training.objective import Objective
 
 HISTORY = 100
@@ -163,15 +163,15 @@ class ExactLBFGS:
 Optimiser = Adam | ExactLBFGS
 
 
-def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> Optimiser:
-    """Adam(lr) for sampled training; ExactLBFGS for ``config.exact``."""
-    if not config.exact:
-        return Adam(model.parameters(), lr=config.lr)
-    task = config.task()
-    if not isinstance(task, LinearGaussian):
-        raise ConfigError(f"exact training needs a linear Gaussian family, got {config.family!r}")
-    zero_loss = float((task.sigma_x * task.sigma_w).sum()) + task.sigma**2
-    return ExactLBFGS(model.parameters(), zero_loss, config.checkpoint_every)
+def make_optimizer(model: torch.nn.Module, config: TrainConfig, task: TaskFamily) -> Optimiser:
+    """Adam(lr) for sampled training; ExactLBFGS for ``config.optim.exact``."""
+    if not config.optim.exact:
+        return Adam(model.parameters(), lr=config.optim.lr)
+    if not task.gaussian:
+        raise ConfigError(f"exact training needs a linear Gaussian family, got {task.name!r}")
+    sigma_x, sigma_w = getattr(task, "sigma_x"), getattr(task, "sigma_w")  # noqa: B009
+    zero_loss = float((sigma_x * sigma_w).sum()) + task.sigma**2
+    return ExactLBFGS(model.parameters(), zero_loss, config.run.checkpoint_every)
 
 
 def take_step(optimizer: Optimiser, objective: Objective, step: int) -> torch.Tensor:

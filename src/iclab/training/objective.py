@@ -1,24 +1,29 @@
-"""The per-step training loss: a fresh batch from (seed, step), then mean squared error."""
+"""The per-step training loss: a fresh batch from (seed, step), then mean squared error.
+
+Which path a step takes is asked of the family and the model, never assumed: sufficient
+statistics (``family.statistics`` and ``model.has_statistics``), whole prompts (every model),
+or the exact population loss (``family.gaussian`` and ``model.has_exact_loss``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from iclab.models.lsa import LinearSelfAttention
+from iclab.errors import ConfigError
+from iclab.models.base import Model
 from iclab.seeding import make_generator
-from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.registry import Family
-from iclab.theory.population import PopulationLoss
+from iclab.tasks.base import TaskFamily
 
 Objective = Callable[[int], torch.Tensor]
 """step -> scalar loss on that step's fresh batch."""
 
 
 def make_objective(
-    task: Family,
-    model: LinearSelfAttention,
+    task: TaskFamily,
+    model: Model,
     sampler: str,
     batch: int,
     seed: int,
@@ -27,13 +32,15 @@ def make_objective(
     """The loss of ``model`` at step s: on a fresh batch drawn with the "statistics" or "prompts"
     sampler, or, with "exact", the exact population loss (no sampling; ``batch`` is unused)."""
     if sampler == "statistics":
-        if not isinstance(task, LinearGaussian):
-            raise ValueError("the statistics sampler needs a linear Gaussian task")
-        gaussian = task
+        if not (task.statistics and model.has_statistics):
+            raise ConfigError(f"the statistics sampler needs a family and a model that support "
+                              f"it; got {task.name!r} and {model.name!r}")
+        sample_statistics: Any = getattr(task, "sample_statistics")  # noqa: B009
 
         def statistics_loss(step: int) -> torch.Tensor:
-            stats = gaussian.sample_statistics(batch, make_generator(seed, "train", step, device))
-            return (model.forward_statistics(stats) - stats.y_q).square().mean()
+            stats = sample_statistics(batch, make_generator(seed, "train", step, device))
+            loss: torch.Tensor = (model.forward_statistics(stats) - stats.y_q).square().mean()
+            return loss
 
         return statistics_loss
     if sampler == "prompts":
@@ -45,14 +52,12 @@ def make_objective(
 
         return prompts_loss
     if sampler == "exact":
-        if not isinstance(task, LinearGaussian):
-            raise ValueError("exact training needs a linear Gaussian task")
-        population = PopulationLoss.from_task(task, device)
-        options = model.options
+        if not (task.gaussian and model.has_exact_loss):
+            raise ConfigError(f"exact training needs a Gaussian family and a model with an "
+                              f"exact loss; got {task.name!r} and {model.name!r}")
 
         def exact_loss(step: int) -> torch.Tensor:
-            u, M = model.effective()
-            return population(u, M, options.normalise, options.attend_query)
+            return model.exact_loss(task)
 
         return exact_loss
-    raise ValueError(f"unknown sampler {sampler!r}; allowed: statistics, prompts, exact")
+    raise ConfigError(f"unknown sampler {sampler!r}; allowed: statistics, prompts, exact")

@@ -1,0 +1,29 @@
+"""The verdict of a run: did the trained model reach the optimum, within statistical error?
+
+The model's test loss is compared with the family's optimal one-layer LSA loss L*: the excess
+in standard errors is z = (test_loss - L*) / se, se combining the test loss's standard error and
+L*'s (0 for closed forms). "optimal" when z <= VERDICT_Z, "not optimal" otherwise. A model
+cannot beat L* in expectation, so a z far below 0 only says the estimates are noisy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+VERDICT_Z = 4.0
+
+
+def judge(result: dict[str, Any]) -> dict[str, Any]:
+    """{"verdict": "optimal" | "not optimal", "excess_z": z, "verdict_reference": ...}."""
+    loss, star = float(result["test_loss"]), float(result["loss_star"])
+    se = math.hypot(float(result["test_loss_stderr"]),
+                    float(result.get("loss_star_stderr") or 0.0))
+    excess = loss - star
+    z = excess / se if se > 0 else (0.0 if excess <= 0 else math.inf)
+    z = min(z, 1e300)  # JSON has no infinity
+    return {
+        "verdict": "optimal" if z <= VERDICT_Z else "not optimal",
+        "excess_z": z,
+        "verdict_reference": "the optimal one-layer LSA loss L* (loss_star)",
+    }

@@ -1,0 +1,61 @@
+"""What a model reads: a batch of whole prompts, or a batch of their sufficient statistics.
+
+A neutral module: task families produce these batches (``iclab.tasks``) and models consume
+them (``iclab.models``), and neither package imports the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """A batch of prompts.
+
+    X: (B, n, d) in-context inputs; y: (B, n) their labels;
+    x_q: (B, d) queries; y_q: (B,) the queries' labels.
+    """
+
+    X: torch.Tensor
+    y: torch.Tensor
+    x_q: torch.Tensor
+    y_q: torch.Tensor
+
+    @property
+    def batch(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[2])
+
+    def to(self, dtype: torch.dtype) -> Prompts:
+        """The same prompts in another floating-point type."""
+        return Prompts(self.X.to(dtype), self.y.to(dtype), self.x_q.to(dtype), self.y_q.to(dtype))
+
+
+@dataclass(frozen=True)
+class GaussianStatistics:
+    """Everything a one-layer LSA prediction needs from a batch of linear Gaussian prompts.
+
+    w: (B, d) task vectors; x_q: (B, d) queries; y_q: (B,) query labels;
+    chi2: (B,) the Bartlett c1^2 ~ chi2_n; z: (B,) the Bartlett off-diagonal ~ N(0, 1);
+    chol_x: (d, d) lower Cholesky factor of Sigma_x (None for the identity); sigma, n: scalars.
+    See ``iclab.tasks.linear_gaussian`` for the law.
+    """
+
+    w: torch.Tensor
+    x_q: torch.Tensor
+    y_q: torch.Tensor
+    chi2: torch.Tensor
+    z: torch.Tensor
+    chol_x: torch.Tensor | None
+    sigma: float
+    n: int

@@ -1,0 +1,102 @@
+"""``iclab models`` and ``iclab families``: what can be trained, and on what."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from iclab.config.fields import default_of, describe_allowed, field_infos
+from iclab.models.registry import ModelRegistry
+from iclab.tasks.registry import FamilyRegistry
+
+
+def model_rows(registry: ModelRegistry) -> list[dict[str, Any]]:
+    """One JSON-ready description per registered model: name, description, options,
+    capabilities."""
+    rows = []
+    for model_class in registry.models():
+        options = {}
+        for name, (f, info) in field_infos(model_class.options_class).items():
+            default = default_of(f)
+            options[name] = {"default": default, "allowed": describe_allowed(info),
+                             "help": info.help}
+        rows.append({"name": model_class.name, "description": model_class.description,
+                     "options": options,
+                     "capabilities": {"readout": model_class.has_readout,
+                                      "statistics": model_class.has_statistics,
+                                      "exact_loss": model_class.has_exact_loss}})
+    return rows
+
+
+def _probe(registry: FamilyRegistry, name: str) -> Any:
+    """A small instance of the family, to ask its capabilities."""
+    return registry.make_family(name, 2, 2, 0.5)
+
+
+def family_rows(families: FamilyRegistry, models: ModelRegistry) -> list[dict[str, Any]]:
+    """One JSON-ready description per family: name, description, parameters, capabilities,
+    and which models, samplers and exact paths apply."""
+    rows = []
+    for entry in families.entries():
+        task = _probe(families, entry.name)
+        samplers = ["prompts"]
+        statistic_models = [m.name for m in models.models() if m.has_statistics]
+        if task.statistics and statistic_models:
+            samplers.insert(0, "statistics")
+        exact_models = [m.name for m in models.models() if m.has_exact_loss] \
+            if task.gaussian else []
+        rows.append({
+            "name": entry.name, "description": entry.description,
+            "parameters": entry.parameters,
+            "capabilities": {"statistics": task.statistics, "gaussian": task.gaussian,
+                             "rotation_invariant": bool(task.rotation_invariant),
+                             "sign_symmetric": bool(task.sign_symmetric)},
+            "optimum": "closed form" if task.gaussian or (
+                task.rotation_invariant and getattr(task, "gd_moments", lambda: None)()
+                is not None) else "Monte Carlo",
+            "models": list(models.names), "samplers": samplers, "exact": exact_models,
+        })
+    return rows
+
+
+@click.command("models")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
+def models_command(as_json: bool) -> None:
+    """List the registered models with their options and capabilities.
+
+    A model of your own is named MODULE:CLASS or path/to/file.py:CLASS on iclab train.
+    """
+    rows = model_rows(ModelRegistry())
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        caps = ", ".join(name for name, has in row["capabilities"].items() if has) or "none"
+        click.echo(f"{row['name']}: {row['description']}\n  capabilities: {caps}")
+        for name, option in row["options"].items():
+            click.echo(f"  --{name.replace('_', '-'):<16} {option['allowed']}; default "
+                       f"{option['default']}. {option['help']}")
+    click.echo("Your own: --model MODULE:CLASS or --model path/to/file.py:CLASS "
+               "(a subclass of iclab.models.Model).")
+
+
+@click.command("families")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
+def families_command(as_json: bool) -> None:
+    """List the task families that iclab train --family accepts, with their parameters and
+    which models, samplers and exact paths apply."""
+    rows = family_rows(FamilyRegistry(), ModelRegistry())
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        click.echo(f"{row['name']}: {row['description']}")
+        for name, text in row["parameters"].items():
+            click.echo(f"  --{name.replace('_', '-'):<10} {text}")
+        caps = ", ".join(name for name, has in row["capabilities"].items() if has) or "none"
+        click.echo(f"  capabilities: {caps}; optimum: {row['optimum']}; samplers: "
+                   f"{', '.join(row['samplers'])}; exact training: "
+                   f"{', '.join(row['exact']) or 'no'}; models: {', '.join(row['models'])}")
+    click.echo("Your own: --family MODULE:FUNCTION or --family path/to/file.py:FUNCTION.")

@@ -1,0 +1,100 @@
+"""The interface every model implements, built-in or a user's.
+
+A model is a ``torch.nn.Module`` subclass of ``Model`` that maps prompts to predictions,
+
+    forward(X: (B, n, d), y: (B, n), x_q: (B, d)) -> yhat: (B,),
+
+is built by the seeded constructor ``create(d, options, generator, dtype)`` from a typed
+options object (a frozen dataclass whose fields are declared with
+``iclab.config.fields.setting``: they become ``iclab train`` options, spec keys and CSV
+columns), and declares what else it can do, like ``torch.distributions`` declares
+``has_rsample``; callers ask, never assume:
+
+- ``has_readout``: ``readout(n)`` returns the linear algorithm it implements
+  (``iclab.models.readout.LinearReadout``: u, M, Gamma and its parts);
+- ``has_statistics``: ``forward_statistics(stats)`` predicts from
+  ``iclab.batches.GaussianStatistics`` (the n-independent sampler of linear Gaussian tasks);
+- ``has_exact_loss``: ``exact_loss(task)`` is the exact population loss on a Gaussian family
+  (a differentiable float64 scalar), so ``iclab train --exact`` applies;
+
+and ``prepare_for_task(task)`` is called once by the trainer before the first step (the
+``lsa`` model uses it to keep its nuisance weights at 0 where the family's optimum provably
+has none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from iclab.batches import GaussianStatistics
+from iclab.models.readout import LinearReadout
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """Options of a model that has none."""
+
+
+class Model(nn.Module):
+    """Base class of iclab's models; see the module docstring for the contract."""
+
+    name: ClassVar[str] = "model"
+    description: ClassVar[str] = ""
+    options_class: ClassVar[type[Any]] = NoOptions
+    has_readout: ClassVar[bool] = False
+    has_statistics: ClassVar[bool] = False
+    has_exact_loss: ClassVar[bool] = False
+
+    @classmethod
+    def create(
+        cls, d: int, options: Any, generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> Model:
+        """A freshly initialised model for inputs of dimension d (weights drawn from
+        ``generator``)."""
+        raise NotImplementedError(f"model {cls.name} does not define create()")
+
+    def forward(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        """X: (B, n, d), y: (B, n), x_q: (B, d) -> yhat: (B,)."""
+        raise NotImplementedError
+
+    def readout(self, n: int) -> LinearReadout:
+        """The linear algorithm implemented at prompt length n (``has_readout`` models)."""
+        raise NotImplementedError(f"model {self.name} has no linear read-out")
+
+    def forward_statistics(self, stats: GaussianStatistics) -> torch.Tensor:
+        """The prediction from sufficient statistics: (B,) (``has_statistics`` models)."""
+        raise NotImplementedError(f"model {self.name} cannot predict from statistics")
+
+    def exact_loss(self, task: Any) -> torch.Tensor:
+        """The exact population loss on a Gaussian family (``has_exact_loss`` models)."""
+        raise NotImplementedError(f"model {self.name} has no exact population loss")
+
+    def prepare_for_task(self, task: Any) -> None:
+        """Called by the trainer before the first step with the family trained on."""
+
+    def capabilities(self) -> dict[str, bool]:
+        return capabilities_of(type(self))
+
+
+def capabilities_of(model_class: type[Model]) -> dict[str, bool]:
+    """The capability flags a model class declares, by name."""
+    return {
+        "readout": bool(model_class.has_readout),
+        "statistics": bool(model_class.has_statistics),
+        "exact_loss": bool(model_class.has_exact_loss),
+    }
+
+
+def progress_metrics(model: Model, n: int) -> dict[str, float]:
+    """What the training log shows of a model besides its loss: eta_hat and isotropy error
+    for models with a read-out, nothing otherwise."""
+    if not model.has_readout:
+        return {}
+    with torch.no_grad():
+        readout = model.readout(n)
+    return {"eta_hat": readout.eta_hat, "isotropy_err": readout.isotropy_err}

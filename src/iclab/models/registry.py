@@ -1,0 +1,78 @@
+"""Models by name: one registry object holding the built-in models and the user's.
+
+Built-ins (``lsa``) register exactly as a user's model does (``register_builtin_models``).
+From the command line a model is a registered name, ``MODULE:CLASS`` or
+``path/to/file.py:CLASS`` (see ``iclab.plugins``); no registry is global.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+from iclab.errors import ConfigError
+from iclab.models.base import Model
+from iclab.plugins import is_plugin_reference, load_plugin
+
+
+def check_model_class(model_class: Any, reference: str) -> type[Model]:
+    """``model_class`` if it implements the model interface; ConfigError naming what is
+    missing otherwise."""
+    if not (inspect.isclass(model_class) and issubclass(model_class, Model)):
+        raise ConfigError(f"model {reference!r} must be a subclass of iclab.models.Model, "
+                          f"got {model_class!r}")
+    options = model_class.options_class
+    if not dataclasses.is_dataclass(options) or not isinstance(options, type):
+        raise ConfigError(f"model {reference!r}: options_class must be a dataclass")
+    if model_class.create.__func__ is Model.create.__func__:  # type: ignore[attr-defined]
+        raise ConfigError(f"model {reference!r} must define the classmethod create()")
+    return model_class
+
+
+class ModelRegistry:
+    """Models by name: built-ins (unless ``builtins=False``), those registered here, and
+    plug-in references."""
+
+    def __init__(self, builtins: bool = True) -> None:
+        self._models: dict[str, type[Model]] = {}
+        if builtins:
+            register_builtin_models(self)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._models)
+
+    def models(self) -> tuple[type[Model], ...]:
+        return tuple(self._models.values())
+
+    def allowed(self) -> str:
+        return ", ".join((*self._models, "MODULE:CLASS", "FILE.py:CLASS"))
+
+    def register(self, model_class: type[Model], name: str | None = None) -> None:
+        """Add a model class under ``name`` (default: its ``name`` attribute)."""
+        key = name or getattr(model_class, "name", None)
+        if not isinstance(key, str) or not key:
+            raise ConfigError(f"model {model_class!r} needs a name")
+        check_model_class(model_class, key)
+        if key in self._models:
+            raise ConfigError(f"model {key!r} already exists; pick another name")
+        self._models[key] = model_class
+
+    def get(self, name: str) -> type[Model]:
+        """The model class called ``name`` (a registered name or a plug-in reference)."""
+        if not isinstance(name, str):
+            raise ConfigError(f"model must be a name, got {name!r}")
+        known = self._models.get(name)
+        if known is not None:
+            return known
+        if is_plugin_reference(name):
+            return check_model_class(load_plugin(name, "model"), name)
+        raise ConfigError(f"unknown model {name!r}; registered models: {self.allowed()}")
+
+
+def register_builtin_models(registry: ModelRegistry) -> None:
+    """Register iclab's own models on ``registry``, exactly as a user registers theirs."""
+    from iclab.models.lsa import LSAModel
+
+    registry.register(LSAModel)

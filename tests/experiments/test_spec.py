@@ -1,0 +1,166 @@
+"""Spec files: expansion into runs, config hashes, covariance expressions, validation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from iclab.config.train import TrainConfig
+from iclab.errors import ConfigError
+from iclab.experiments.spec import builtin_spec, config_hash, load_spec, parse_spec
+
+S = [[2.0, 0.5], [0.5, 1.0]]
+
+
+def spec_data(**group: Any) -> dict[str, Any]:
+    return {"name": "t", "defaults": {"d": 2, "steps": 10}, "covariances": {"S": S},
+            "groups": [{"name": "g", **group}]}
+
+
+def test_groups_expand_to_the_product_of_axes_with_seeds_innermost() -> None:
+    spec = parse_spec(spec_data(seeds=[3, 4], n=[5, 10], sigma=[0.0, 1.0, 2.0]), "t")
+    points = spec.group("g").points
+    assert len(points) == 2 * 3 * 2
+    assert spec.group("g").axes == ("n", "sigma")
+    got = [(p.config.task.n, p.config.task.sigma, p.config.run.seed) for p in points]
+    assert got == [(n, s, seed) for n in (5, 10) for s in (0.0, 1.0, 2.0) for seed in (3, 4)]
+    assert all(p.config.optim.steps == 10 and p.config.task.d == 2 for p in points)
+
+
+def test_a_config_reached_by_two_groups_is_one_run_listing_both() -> None:
+    data = spec_data(n=[5, 10], sigma=0.5)
+    data["groups"].append({"name": "h", "n": 10, "sigma": 0.5})
+    spec = parse_spec(data, "t")
+    points = spec.points()
+    assert len(points) == 2
+    assert points[1].groups == ("g", "h")
+    assert points[0].groups == ("g",)
+
+
+def test_config_hash_is_a_hash_of_the_canonical_json() -> None:
+    config = TrainConfig.flat(d=2, n=5, sigma=0.5)
+    text = json.dumps(config.to_json(), sort_keys=True, separators=(",", ":"))
+    expected = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    assert config_hash(config) == expected
+    assert config_hash(TrainConfig.flat(d=2, n=5, sigma=0.5, seed=1)) != expected
+
+
+def test_integer_and_float_values_of_float_fields_hash_the_same() -> None:
+    a = parse_spec(spec_data(n=5, sigma=0), "t").points()[0]
+    b = parse_spec(spec_data(n=5, sigma=0.0), "t").points()[0]
+    assert a.run_id == b.run_id
+    assert isinstance(a.config.task.sigma, float)
+
+
+def test_covariance_expressions() -> None:
+    data = spec_data(n=5, sigma=0.5, cov_x="S", cov_w={"inverse": "S"})
+    point = parse_spec(data, "t").points()[0]
+    cov_x, cov_w = np.array(point.config.task.cov_x), np.array(point.config.task.cov_w)
+    np.testing.assert_allclose(cov_x, S)
+    np.testing.assert_allclose(cov_x @ cov_w, np.eye(2), atol=1e-12)
+    assert (point.cov_x_label, point.cov_w_label) == ("S", "inverse(S)")
+    diag = parse_spec(spec_data(n=5, sigma=0.5, cov_w={"diag": [1, 3]}), "t").points()[0]
+    assert diag.config.task.cov_w == [[1.0, 0.0], [0.0, 3.0]]
+    assert diag.config.task.cov_x is None and diag.cov_x_label == "I"
+
+
+@pytest.mark.parametrize(("group", "message"), [
+    ({"n": 5, "sigma": 0.5, "cov_x": "T"}, "unknown covariance 'T'"),
+    ({"n": 5, "sigma": 0.5, "cov_x": {"inverse": [[1.0, 1.0], [1.0, 1.0]]}}, "singular"),
+    ({"n": 5, "sigma": 0.5, "cov_x": [[1.0, 2.0], [2.0, 1.0]]}, "not positive definite"),
+    ({"n": 5, "sigma": -1.0}, "sigma must be"),
+    ({"n": 5, "sigma": 0.5, "colour": 1}, "unknown keys ['colour']"),
+    ({"n": 5, "sigma": 0.5, "seeds": [0, 0]}, "seeds repeat"),
+    ({"n": 5, "sigma": [0.5, 0.5]}, "distinct values"),
+    ({"n": 5, "sigma": 0.5, "family": "no-such-family"}, "cannot run this group"),
+])
+def test_bad_groups_are_refused_naming_the_group(group: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match="group 'g'") as error:
+        parse_spec(spec_data(**group), "t")
+    assert message in str(error.value)
+
+
+def test_bad_claims_are_refused() -> None:
+    data = spec_data(n=5, sigma=0.5)
+    data["claims"] = [{"kind": "eta", "group": "nope", "tolerance": 0.02}]
+    with pytest.raises(ConfigError, match="group must be one of"):
+        parse_spec(data, "t")
+    data["claims"] = [{"kind": "eta", "group": "g", "tolerance": 0.02, "reference": "x"}]
+    with pytest.raises(ConfigError, match="reference must be one of optimum, theorem1"):
+        parse_spec(data, "t")
+    data["claims"] = [{"kind": "eta", "group": "g", "tolerance": -1}]
+    with pytest.raises(ConfigError, match="tolerance must be a positive number"):
+        parse_spec(data, "t")
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 50) | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                 max_size=2),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(key=st.sampled_from(["n", "sigma", "d", "seeds", "cov_x", "steps", "name", "family"]),
+       value=json_values)
+def test_any_value_either_loads_or_is_refused_with_a_config_error(key: str, value: Any) -> None:
+    group = {"n": 3, "sigma": 0.5, key: value}
+    try:
+        spec = parse_spec(spec_data(**group), "t")
+    except ConfigError as error:
+        assert "\n" not in str(error)
+    else:
+        assert all(isinstance(p.config, TrainConfig) for p in spec.points())
+
+
+def test_load_spec_reads_toml_and_json(tmp_path: Path) -> None:
+    toml = tmp_path / "s.toml"
+    toml.write_text('[defaults]\nd = 2\n[[groups]]\nname = "g"\nn = [3, 4]\nsigma = 0.1\n')
+    as_json = tmp_path / "s.json"
+    as_json.write_text(json.dumps({"defaults": {"d": 2},
+                                   "groups": [{"name": "g", "n": [3, 4], "sigma": 0.1}]}))
+    assert [p.run_id for p in load_spec(toml).points()] == \
+        [p.run_id for p in load_spec(as_json).points()]
+    assert load_spec(toml).name == "s"
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        (tmp_path / "bad.toml").write_text("[[groups]\n")
+        load_spec(tmp_path / "bad.toml")
+    with pytest.raises(ConfigError, match=r"\.toml or \.json"):
+        load_spec(tmp_path / "s.yaml")
+    with pytest.raises(ConfigError, match="cannot read spec"):
+        load_spec(tmp_path / "missing.toml")
+
+
+def _raw_builtin(name: str) -> dict[str, Any]:
+    text = resources.files("iclab.experiments").joinpath(f"specs/{name}.toml").read_text()
+    return tomllib.loads(text)
+
+
+@pytest.mark.parametrize(("name", "limit"), [("reproduce", 0.02), ("reproduce-quick", 0.03)])
+def test_builtin_specs_make_the_issue_s_claims(name: str, limit: float) -> None:
+    raw = _raw_builtin(name)
+    assert all(0 < claim["tolerance"] <= limit for claim in raw["claims"])
+    sections = {claim["section"] for claim in raw["claims"]}
+    assert {"Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context"} <= sections
+    groups = {g["name"]: g for g in raw["groups"]}
+    sigmas = groups["theorem1-sigma"]["sigma"]
+    assert len(sigmas) >= 5 and 0.0 in sigmas
+    assert len(groups["theorem1-sigma"]["seeds"]) >= 2
+    assert set(groups["theorem3"]["family"]) == {"relu", "two-layer-relu"}
+    assert groups["control"]["family"] == "anisotropic"
+    assert len(builtin_spec(name).points()) > 10
+
+
+def test_unknown_builtin_spec() -> None:
+    with pytest.raises(ConfigError, match="allowed: reproduce, reproduce-quick"):
+        builtin_spec("paper")

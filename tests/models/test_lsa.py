@@ -1,0 +1,110 @@
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from iclab.errors import ConfigError
+from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.seeding import make_generator
+from tests.helpers import prompts, random_lsa
+
+
+def literal_attention(model: LinearSelfAttention, X: torch.Tensor, y: torch.Tensor,
+                      x_q: torch.Tensor) -> torch.Tensor:
+    """h^T sum_i (W_V e_i)(W_K e_i)^T (W_Q e_q), token by token, straight from the definition."""
+    B, n, _ = X.shape
+    out = torch.zeros(B, dtype=X.dtype)
+    for b in range(B):
+        e_q = torch.cat([x_q[b], torch.zeros(1, dtype=X.dtype)])
+        tokens = [torch.cat([X[b, i], y[b, i : i + 1]]) for i in range(n)]
+        if model.options.attend_query:
+            tokens.append(e_q)
+        total = torch.zeros(model.options.m, dtype=X.dtype)
+        for e in tokens:
+            total = total + (model.W_V @ e) * ((model.W_K @ e) @ (model.W_Q @ e_q))
+        out[b] = model.h @ total / (n if model.options.normalise else 1)
+    return out
+
+
+@pytest.mark.parametrize("normalise", [False, True])
+@pytest.mark.parametrize("attend_query", [False, True])
+@pytest.mark.parametrize(("key_dim", "value_dim"), [(None, None), (2, 7)])
+def test_forward_matches_the_definition(
+    normalise: bool, attend_query: bool, key_dim: int | None, value_dim: int | None
+) -> None:
+    d, n = 3, 6
+    model = random_lsa(d, normalise=normalise, attend_query=attend_query, key_dim=key_dim,
+                       value_dim=value_dim)
+    batch = prompts(d, n, batch=8)
+    with torch.no_grad():
+        fast = model(batch.X, batch.y, batch.x_q)
+        slow = literal_attention(model, batch.X, batch.y, batch.x_q)
+    torch.testing.assert_close(fast, slow, rtol=1e-12, atol=1e-12)
+
+
+def test_forward_equals_u_Z_M_xq() -> None:
+    d, n = 4, 5
+    model = random_lsa(d)
+    batch = prompts(d, n, batch=16)
+    E = torch.cat([batch.X, batch.y[..., None]], -1)
+    Z = E.transpose(1, 2) @ E
+    with torch.no_grad():
+        u, M = model.effective()
+        expected = torch.einsum("a,bac,cd,bd->b", u, Z, M, batch.x_q)
+        torch.testing.assert_close(model(batch.X, batch.y, batch.x_q), expected)
+
+
+def test_shapes_and_seeded_initialisation() -> None:
+    options = LSAOptions(5, key_dim=3, value_dim=4)
+    a = LinearSelfAttention(options, make_generator(1, "init"))
+    b = LinearSelfAttention(options, make_generator(1, "init"))
+    assert a.W_K.shape == (3, 6) and a.W_Q.shape == (3, 6)
+    assert a.W_V.shape == (4, 6) and a.h.shape == (4,)
+    for name, value in a.state_dict().items():
+        assert torch.equal(value, b.state_dict()[name])
+    u, M = a.effective()
+    assert u.shape == (6,) and M.shape == (6, 5)
+    assert a.W_K.dtype == torch.float32
+
+
+@given(st.integers(-5, 0))
+def test_bad_widths_are_refused(width: int) -> None:
+    with pytest.raises(ConfigError, match="key_dim must be"):
+        LSAOptions(3, key_dim=width)
+    with pytest.raises(ConfigError, match="value_dim must be"):
+        LSAOptions(3, value_dim=width)
+
+
+def test_gd_subspace_initialisation_has_no_nuisance_coordinates() -> None:
+    options = LSAOptions(4, key_dim=3, value_dim=6)
+    model = LinearSelfAttention(options, make_generator(0, "init"), init="gd-subspace")
+    with torch.no_grad():
+        u, M = model.effective()
+    assert float(u[:4].abs().max()) == 0.0 and float(M[4].abs().max()) == 0.0
+    assert float(u[4].abs()) > 0 and float(M[:4].abs().min()) > 0
+    random = LinearSelfAttention(options, make_generator(0, "init"), init="random")
+    with torch.no_grad():
+        u, M = random.effective()
+    assert float(u[:4].abs().min()) > 0 and float(M[4].abs().min()) > 0
+    with pytest.raises(ConfigError, match="init must be one of gd-subspace, random"):
+        LinearSelfAttention(options, init="zeros")
+
+
+def test_gd_subspace_is_invariant_under_the_population_gradient() -> None:
+    """At u_x = 0, m_y = 0 the exact loss's gradient in W_V[:, :d] and W_K[:, d] vanishes."""
+    import numpy as np
+
+    from iclab.tasks.linear_gaussian import LinearGaussian
+    from iclab.theory.population import PopulationLoss
+
+    d = 3
+    cov_x = np.diag([0.5, 1.0, 2.0])
+    model = LinearSelfAttention(LSAOptions(d), make_generator(1, "init"), init_scale=0.5,
+                                dtype=torch.float64, init="gd-subspace")
+    population = PopulationLoss.from_task(LinearGaussian(d, 7, 0.4, cov_x, np.eye(d)))
+    u, M = model.effective()
+    population(u, M, False, False).backward()
+    assert model.W_V.grad is not None and model.W_K.grad is not None
+    scale = float(model.W_Q.grad.abs().max())  # type: ignore[union-attr]
+    assert float(model.W_V.grad[:, :d].abs().max()) <= 1e-12 * scale
+    assert float(model.W_K.grad[:, d].abs().max()) <= 1e-12 * scale

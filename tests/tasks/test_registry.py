@@ -1,0 +1,113 @@
+"""The family registry: built-in names, user families, MODULE:FUNCTION and its errors."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from iclab.errors import ConfigError
+from iclab.seeding import make_generator
+from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.tasks.nonlinear import FunctionTask, ReluTask, TwoLayerReluTask
+from iclab.tasks.registry import FAMILY_NAMES, FamilyRegistry, make_family
+
+
+def cubic(inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """f(x) = (u.x)^3 with u ~ N(0, I): one u per row."""
+    u = torch.randn(inputs.shape[0], inputs.shape[2], generator=generator, dtype=inputs.dtype)
+    return torch.einsum("bkd,bd->bk", inputs, u) ** 3
+
+
+def test_built_in_names_make_the_right_families() -> None:
+    assert FAMILY_NAMES == ("linear-gaussian", "relu", "two-layer-relu", "anisotropic")
+    assert isinstance(make_family("linear-gaussian", 3, 5, 0.1), LinearGaussian)
+    assert isinstance(make_family("relu", 3, 5, 0.1), ReluTask)
+    two = make_family("two-layer-relu", 3, 5, 0.1)
+    assert isinstance(two, TwoLayerReluTask) and two.width == 8
+    wide = make_family("two-layer-relu", 3, 5, 0.1, width=20)
+    assert isinstance(wide, TwoLayerReluTask) and wide.width == 20
+    aniso = make_family("anisotropic", 2, 5, 0.1)
+    assert isinstance(aniso, LinearGaussian)
+    np.testing.assert_allclose(aniso.sigma_w, np.diag([0.25, 4.0]))
+    cov = np.array([[2.0, 0.5], [0.5, 1.0]])
+    gaussian = make_family("linear-gaussian", 2, 5, 0.1, cov_x=cov)
+    assert isinstance(gaussian, LinearGaussian)
+    np.testing.assert_allclose(gaussian.sigma_x, cov)
+
+
+def test_options_that_do_not_apply_are_refused() -> None:
+    with pytest.raises(ConfigError, match="width applies only to family two-layer-relu"):
+        make_family("relu", 3, 5, 0.1, width=4)
+    with pytest.raises(ConfigError, match="only to family linear-gaussian"):
+        make_family("anisotropic", 2, 5, 0.1, cov_w=np.eye(2))
+    with pytest.raises(ConfigError, match="width must be an integer >= 1"):
+        make_family("two-layer-relu", 3, 5, 0.1, width=0)
+
+
+def test_registering_a_user_family() -> None:
+    registry = FamilyRegistry()
+    registry.register_family("cubic", cubic, rotation_invariant=True)
+    assert registry.names[-1] == "cubic"
+    task = registry.make_family("cubic", 2, 4, 0.0)
+    assert isinstance(task, FunctionTask) and task.rotation_invariant
+    p = task.sample_prompts(3, make_generator(0, "c"), torch.float64)
+    assert p.X.shape == (3, 4, 2) and p.y_q.shape == (3,)
+    with pytest.raises(ConfigError, match="already exists"):
+        registry.register_family("cubic", cubic)
+    with pytest.raises(ConfigError, match="already exists"):
+        registry.register_family("relu", cubic)
+    with pytest.raises(ConfigError, match="name"):
+        registry.register_family("Bad Name", cubic)
+    with pytest.raises(ConfigError, match="unknown family 'cubic'"):
+        make_family("cubic", 2, 4, 0.0)  # registries are not global
+
+
+def test_module_function_names_are_imported(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "my_families.py").write_text(textwrap.dedent("""
+        import torch
+
+        def linear(inputs, generator):
+            w = torch.randn(inputs.shape[0], inputs.shape[2], generator=generator,
+                            dtype=inputs.dtype)
+            return torch.einsum("bkd,bd->bk", inputs, w)
+
+        linear.rotation_invariant = True
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    task = make_family("my_families:linear", 3, 5, 0.0)
+    assert isinstance(task, FunctionTask) and task.rotation_invariant
+    p = task.sample_prompts(4, make_generator(1, "m"), torch.float64)
+    w = torch.linalg.lstsq(p.X, p.y[..., None]).solution.squeeze(-1)
+    torch.testing.assert_close((w * p.x_q).sum(-1), p.y_q)    # sigma = 0: one w per prompt
+    with pytest.raises(ConfigError, match="has no function 'missing'"):
+        make_family("my_families:missing", 3, 5, 0.0)
+    with pytest.raises(ConfigError, match="cannot import module 'no_such_module_xyz'"):
+        make_family("no_such_module_xyz:f", 3, 5, 0.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(min_size=0, max_size=20).filter(lambda s: s not in FAMILY_NAMES and ":" not in s))
+def test_unknown_names_name_the_allowed_ones(name: str) -> None:
+    with pytest.raises(ConfigError, match="allowed: linear-gaussian, relu, two-layer-relu"):
+        make_family(name, 2, 3, 0.1)
+    with pytest.raises(ConfigError, match="unknown family"):
+        FamilyRegistry().check_name(name)
+
+
+def test_module_in_the_working_directory_is_found(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "cwd_family_mod.py").write_text(
+        "def zero(inputs, generator):\n    return inputs.sum(-1) * 0\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".")])
+    task = make_family("cwd_family_mod:zero", 2, 3, 0.0)
+    assert isinstance(task, FunctionTask) and not task.rotation_invariant
+    assert str(tmp_path) not in sys.path                     # the search path is restored
