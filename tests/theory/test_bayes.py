@@ -1,4 +1,4 @@
-"""The Bayes risk of linear Gaussian tasks (THEORY.md section 5) against Monte Carlo."""
+"""The Bayes risk of linear Gaussian tasks (docs/theory.md section 7) against Monte Carlo."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def monte_carlo_risk(task: LinearGaussian, algorithm: BayesPosteriorMean | Ridge
 
 
 CASES = [  # d, n, sigma, non-isotropic covariances?
-    (5, 10, 0.1, False),   # THEORY.md: about 0.022, against 1.887 for one-step GD
+    (5, 10, 0.1, False),   # docs/theory.md: about 0.022, against 1.887 for one-step GD
     (4, 12, 0.7, True),
     (6, 3, 0.5, True),     # n < d
     (6, 3, 0.0, True),     # noiseless, n < d: the prior-metric interpolant

@@ -1,4 +1,4 @@
-"""The closed-form optimum of one-layer LSA on linear Gaussian tasks (THEORY.md section 3):
+"""The closed-form optimum of one-layer LSA on linear Gaussian tasks (docs/theory.md section 4):
 against Monte Carlo, against each other, and as a stationary point."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_gamma_star_against_monte_carlo_least_squares(name: str) -> None:
 
 
 def test_theory_md_check_value() -> None:
-    """THEORY.md: d=4, n=10, sigma=0.5 gives eta* = 0.065574."""
+    """docs/theory.md: d=4, n=10, sigma=0.5 gives eta* = 0.065574."""
     assert eta_star_isotropic(10, 4, 0.5) == pytest.approx(0.065574, abs=5e-7)
     assert gaussian_optimum(10, 0.5, d=4).eta == pytest.approx(1 / 15.25, rel=1e-14)
 

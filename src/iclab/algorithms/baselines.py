@@ -1,7 +1,7 @@
 """Reference regression algorithms run on each prompt, behind ``InContextAlgorithm``.
 
 Zero, minimum-norm least squares (OLS), ridge(lambda), the Bayes posterior mean for linear
-Gaussian tasks (ridge with penalty sigma^2 Sigma_w^{-1}, THEORY.md section 5) and k steps of
+Gaussian tasks (ridge with penalty sigma^2 Sigma_w^{-1}, docs/theory.md section 7) and k steps of
 gradient descent on L(w) = 1/2 sum_i (y_i - w^T x_i)^2 from w_0 = 0.
 """
 

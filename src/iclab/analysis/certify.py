@@ -1,4 +1,4 @@
-"""Certify a trained model: how far its loss is above the span bound (THEORY.md section 2).
+"""Certify a trained model: how far its loss is above the span bound (docs/theory.md section 6).
 
 The span optimum (``iclab.theory.span``) is a lower bound on the loss of every one-layer LSA on
 the run's task family. Two comparisons with it:

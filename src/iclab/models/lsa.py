@@ -1,4 +1,4 @@
-"""One layer of linear self-attention (THEORY.md section 2).
+"""One layer of linear self-attention (docs/theory.md section 2).
 
 Tokens e_i = [x_i; y_i] in R^{d+1}, the query e_q = [x_q; 0]. Parameters W_K, W_Q: (k, d+1),
 W_V: (m, d+1), h: (m,). The prediction at the query is
@@ -195,7 +195,7 @@ class LinearSelfAttention(Model):
     def prepare_for_task(self, task: Any) -> None:
         """With the gd-subspace start, keep u_x = m_y = 0 throughout training when the
         family's optimum provably has no nuisance term (sign-symmetric or rotation-invariant
-        families, docs/theory.md section 2): sampled gradients in those coordinates are zero
+        families, docs/theory.md section 3): sampled gradients in those coordinates are zero
         only on average, and their noise would otherwise carry the model off the subspace
         into spurious stationary points."""
         if self.init == "gd-subspace" and nuisance_free_optimum(task):

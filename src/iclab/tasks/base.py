@@ -39,9 +39,9 @@ class TaskFamily(Protocol):
       ``sigma_x`` and ``sigma_w`` ((d, d) float64 arrays), so the closed-form optimum, the exact
       population loss and the Bayes risk apply;
     - ``rotation_invariant``: x ~ N(0, I) and f o R has the law of f for every rotation R, so
-      the optimum is one step of plain GD (docs/theory.md section 4);
+      the optimum is one step of plain GD (docs/theory.md section 5);
     - ``sign_symmetric``: the law is invariant under (f, noise) -> (-f, -noise), so the optimal
-      one-layer LSA has no nuisance term (docs/theory.md section 2).
+      one-layer LSA has no nuisance term (docs/theory.md section 3).
     """
 
     @property

@@ -1,6 +1,6 @@
 """Linear Gaussian tasks: x ~ N(0, Sigma_x), f(x) = w^T x with w ~ N(0, Sigma_w), noise sigma.
 
-Two samplers draw from the same law (THEORY.md section 1):
+Two samplers draw from the same law (docs/theory.md sections 1 and 9):
 
 - ``sample_prompts`` draws whole prompts (X, y, x_q, y_q). Needed wherever real prompts are:
   prediction-level metrics, nuisance shares, the test loss, nonlinear comparisons.
@@ -31,7 +31,7 @@ def _cholesky_or_none(cov: np.ndarray | None) -> np.ndarray | None:
 
 @dataclass(frozen=True)
 class LinearGaussian:
-    """The linear Gaussian task family of THEORY.md section 1.
+    """The linear Gaussian task family of docs/theory.md section 1.
 
     d >= 1 input dimension, n >= 1 examples per prompt, sigma >= 0 label noise, cov_x and cov_w
     (d, d) positive-definite covariances (None means the identity); name: the registry name it

@@ -1,7 +1,7 @@
 """Nonlinear task families with x ~ N(0, I), and the anisotropic linear control.
 
 Every family here draws one task function f per prompt and evaluates it on all of the
-prompt's inputs (THEORY.md section 4):
+prompt's inputs (docs/theory.md section 5):
 
 - ``ReluTask``: f(x) = relu(u^T x), u uniform on the unit sphere.
 - ``TwoLayerReluTask``: f(x) = a^T relu(W x) / sqrt(m), W_jk ~ N(0, 1/d), a_j ~ N(0, 1),
@@ -71,7 +71,7 @@ class DrawnTask:
 
     def gd_moments(self) -> tuple[float, float, float] | None:
         """(G, A, B) = (E||g_f||^2, E f^2, E f^2 ||x||^2) in closed form where known, else None
-        (docs/theory.md section 4)."""
+        (docs/theory.md section 5)."""
         return None
 
     def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -159,7 +159,7 @@ class FunctionTask(DrawnTask):
 
     ``rotation_invariant`` is the user's claim that f o R has the law of f for every orthogonal
     R; with it the optimum is one step of plain GD and its step size is estimated by the ratio
-    of THEORY.md section 4, without it by least squares over the LSA span.
+    of docs/theory.md section 5.5, without it by least squares over the LSA span.
     """
 
     d: int

@@ -1,4 +1,4 @@
-"""The Bayes risk of linear Gaussian tasks by Monte Carlo (THEORY.md section 5).
+"""The Bayes risk of linear Gaussian tasks by Monte Carlo (docs/theory.md section 7).
 
 The posterior mean is ridge with penalty sigma^2 Sigma_w^{-1}; its risk given X is
 sigma^2 + sigma^2 tr(Sigma_x (X^T X + sigma^2 Sigma_w^{-1})^{-1}), averaged here over X

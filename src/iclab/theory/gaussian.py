@@ -1,4 +1,4 @@
-"""The optimal one-layer LSA for linear Gaussian tasks, in closed form (THEORY.md section 3).
+"""The optimal one-layer LSA for linear Gaussian tasks, in closed form (docs/theory.md section 4).
 
 With S = X^T X ~ Wishart(n, Sigma_x) and v = X^T y:
 E[v w^T] = n Sigma_x Sigma_w, E[v v^T] = n K,

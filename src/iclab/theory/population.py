@@ -1,6 +1,6 @@
 """The exact population loss of any one-layer LSA on linear Gaussian tasks (no sampling).
 
-The prediction (THEORY.md section 2) is yhat = u^T Z M' x_q + [attend_query] T with
+The prediction (docs/theory.md sections 2 and 8) is yhat = u^T Z M' x_q + [attend_query] T with
 M' = M / n when the model normalises (M' = M otherwise), T = (u_x . x_q)(x_q . M'_x x_q), and
 the loss is L = E[(yhat - y_q)^2], y_q = w . x_q + sigma eps_q. Write S = Sigma_x,
 Omega = Sigma_w, u = [alpha; beta], M' = [A; c^T] (A: (d, d), c: (d,)).

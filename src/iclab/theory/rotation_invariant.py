@@ -1,4 +1,4 @@
-"""The optimal one-step GD for rotation-invariant task families (THEORY.md section 4).
+"""The optimal one-step GD for rotation-invariant task families (docs/theory.md section 5).
 
 With x ~ N(0, I) and a rotation-invariant law of f, the optimal LSA is one step of plain GD,
 yhat = eta x_q^T X^T y, with

@@ -1,4 +1,4 @@
-"""The span optimum: least squares over the LSA features Z_ab x_q,c (THEORY.md section 2).
+"""The span optimum: least squares over the LSA features Z_ab x_q,c (docs/theory.md section 6).
 
 Every one-layer LSA prediction is linear in the features Z_ab x_q,c, Z = sum_i e_i e_i^T,
 a <= b in 0..d (Z is symmetric), c in 0..d-1: p = d (d+1) (d+2) / 2 features. The best
