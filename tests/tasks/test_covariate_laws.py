@@ -226,3 +226,11 @@ def test_missing_module_and_file_are_refused(tmp_path: Path) -> None:
         parse_law("iclab_no_such_module_xyz:draw")
     with pytest.raises(ConfigError, match="not found"):
         parse_law(f"{tmp_path / 'nothing.py'}:draw")
+
+
+def test_user_file_that_fails_to_load_is_refused_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken_law.py"
+    path.write_text("def draw(shape, generator, dtype)\n    return None\n")
+    with pytest.raises(ConfigError, match="loading") as error:
+        parse_law(f"{path}:draw")
+    assert "\n" not in str(error.value)
