@@ -1,0 +1,165 @@
+"""Linear tasks with any covariate law and, for Gaussian covariates, correlated contexts.
+
+f(x) = w^T x with w ~ N(0, Sigma_w), labels y = f(x) + sigma eps with eps ~ N(0, 1), and
+
+- independent positions (the default): every x (the n examples' and the query's) is
+  x = Sigma_x^(1/2) z with the symmetric square root and z's coordinates drawn iid from
+  ``law`` (``iclab.tasks.covariate_laws``), so E[x x^T] = Sigma_x whatever the law. With the
+  Gaussian law this is the law of ``iclab.tasks.linear_gaussian.LinearGaussian``.
+- ``rho``: AR(1) across the positions 1..n+1 of a prompt (the query is position n+1):
+  x_1 = Sigma_x^(1/2) z_1, x_(i+1) = rho x_i + sqrt(1 - rho^2) Sigma_x^(1/2) z_(i+1), so
+  every x ~ N(0, Sigma_x) (stationary) and Cov(x_i, x_j) = rho^|i-j| Sigma_x.
+- ``position_cov`` R, (n+1, n+1) symmetric positive definite, the query last:
+  [x_1 .. x_(n+1)]^T = R^(1/2) Z Sigma_x^(1/2) (symmetric roots), Z (n+1, d) iid N(0, 1),
+  i.e. vec x = (R^(1/2) kron Sigma_x^(1/2)) vec z and Cov(x_i, x_j) = R_ij Sigma_x.
+
+Correlated contexts need the Gaussian law (their optimum is the closed form of
+``iclab.theory.correlated_contexts``); anything else is refused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from iclab.errors import ConfigError
+from iclab.tasks.base import Prompts, check_scalars
+from iclab.tasks.covariance import validate_covariance
+from iclab.tasks.covariate_laws import CovariateLaw, GaussianLaw
+
+
+def symmetric_sqrt(matrix: np.ndarray) -> np.ndarray:
+    """The symmetric positive square root of a symmetric positive-definite (k, k) matrix."""
+    values, vectors = np.linalg.eigh(matrix)
+    root: np.ndarray = (vectors * np.sqrt(values)) @ vectors.T
+    symmetric: np.ndarray = (root + root.T) / 2
+    return symmetric
+
+
+def ar1_position_covariance(n: int, rho: float) -> np.ndarray:
+    """R_ij = rho^|i - j| over the n + 1 positions of a prompt: (n+1, n+1) float64."""
+    index = np.arange(n + 1)
+    return np.asarray(float(rho) ** np.abs(index[:, None] - index[None, :]), dtype=np.float64)
+
+
+def _check_rho(rho: float) -> float:
+    if isinstance(rho, bool) or not isinstance(rho, int | float) or not math.isfinite(rho) \
+            or not -1 < rho < 1:
+        raise ConfigError(f"context correlation rho must be a number in (-1, 1), got {rho!r}")
+    return float(rho)
+
+
+@dataclass(frozen=True)
+class LinearLawTask:
+    """The linear family with covariate law ``law`` and optional context correlation.
+
+    d >= 1, n >= 1, sigma >= 0; cov_x, cov_w (d, d) positive definite (None: identity);
+    law: a ``CovariateLaw`` (default Gaussian); rho in (-1, 1) or position_cov (n+1, n+1)
+    positive definite (not both; Gaussian law only). See the module docstring.
+    """
+
+    d: int
+    n: int
+    sigma: float
+    cov_x: np.ndarray | None = None
+    cov_w: np.ndarray | None = None
+    law: CovariateLaw = field(default_factory=GaussianLaw)
+    rho: float | None = None
+    position_cov: np.ndarray | None = None
+    _root_x: np.ndarray | None = field(init=False, repr=False, compare=False)
+    _chol_w: np.ndarray | None = field(init=False, repr=False, compare=False)
+    _root_r: np.ndarray | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_scalars(self.d, self.n, self.sigma)
+        cov_x = None if self.cov_x is None else validate_covariance(self.cov_x, self.d, "cov_x")
+        cov_w = None if self.cov_w is None else validate_covariance(self.cov_w, self.d, "cov_w")
+        object.__setattr__(self, "cov_x", cov_x)
+        object.__setattr__(self, "cov_w", cov_w)
+        object.__setattr__(self, "_root_x", None if cov_x is None else symmetric_sqrt(cov_x))
+        object.__setattr__(self, "_chol_w", None if cov_w is None else np.linalg.cholesky(cov_w))
+        correlated = self.rho is not None or self.position_cov is not None
+        if self.rho is not None and self.position_cov is not None:
+            raise ConfigError("give either a context correlation rho or a position covariance, "
+                              "not both")
+        if correlated and not isinstance(self.law, GaussianLaw):
+            raise ConfigError(
+                f"correlated contexts need the gaussian covariate law, got {self.law.spec!r}"
+            )
+        if self.rho is not None:
+            object.__setattr__(self, "rho", _check_rho(self.rho))
+        root_r = None
+        if self.position_cov is not None:
+            R = validate_covariance(self.position_cov, self.n + 1, "position covariance")
+            object.__setattr__(self, "position_cov", R)
+            root_r = symmetric_sqrt(R)
+        object.__setattr__(self, "_root_r", root_r)
+
+    @property
+    def sigma_x(self) -> np.ndarray:
+        """Sigma_x as a float64 (d, d) array."""
+        return np.eye(self.d) if self.cov_x is None else self.cov_x
+
+    @property
+    def sigma_w(self) -> np.ndarray:
+        """Sigma_w as a float64 (d, d) array."""
+        return np.eye(self.d) if self.cov_w is None else self.cov_w
+
+    @property
+    def correlated(self) -> bool:
+        """Whether the positions of a prompt are correlated (rho or a position covariance)."""
+        return self.rho is not None or self.position_cov is not None
+
+    @property
+    def position_covariance(self) -> np.ndarray:
+        """R: (n+1, n+1), Cov(x_i, x_j) = R_ij Sigma_x (the identity for independent ones)."""
+        if self.position_cov is not None:
+            return self.position_cov
+        if self.rho is not None:
+            return ar1_position_covariance(self.n, self.rho)
+        return np.eye(self.n + 1)
+
+    def _correlate(self, z: torch.Tensor) -> torch.Tensor:
+        """z: (B, n+1, d) independent positions -> correlated positions, same shape."""
+        if self._root_r is not None:
+            root = torch.as_tensor(self._root_r, dtype=z.dtype, device=z.device)
+            return torch.einsum("ij,bjd->bid", root, z)
+        if self.rho is None:
+            return z
+        rho, innovation = self.rho, math.sqrt(1.0 - self.rho**2)
+        positions = [z[:, 0]]
+        for i in range(1, self.n + 1):
+            positions.append(rho * positions[-1] + innovation * z[:, i])
+        return torch.stack(positions, dim=1)
+
+    def sample_inputs(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> torch.Tensor:
+        """All n + 1 inputs of ``batch`` prompts, the query last: (B, n+1, d)."""
+        z = self.law.sample_standard((batch, self.n + 1, self.d), generator, dtype)
+        z = self._correlate(z)
+        if self._root_x is None:
+            return z
+        root = torch.as_tensor(self._root_x, dtype=dtype, device=z.device)
+        return z @ root                                          # root is symmetric
+
+    def sample_prompts(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> Prompts:
+        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
+        device = generator.device
+        inputs = self.sample_inputs(batch, generator, dtype)         # (B, n+1, d)
+        noise = torch.randn(batch, self.n + 1, generator=generator, dtype=dtype, device=device)
+        w = torch.randn(batch, self.d, generator=generator, dtype=dtype, device=device)
+        if self._chol_w is not None:
+            w = w @ torch.as_tensor(self._chol_w, dtype=dtype, device=device).T
+        labels = torch.einsum("bkd,bd->bk", inputs, w) + self.sigma * noise  # (B, n+1)
+        return Prompts(
+            X=inputs[:, : self.n].contiguous(),
+            y=labels[:, : self.n].contiguous(),
+            x_q=inputs[:, self.n].contiguous(),
+            y_q=labels[:, self.n].contiguous(),
+        )
