@@ -67,8 +67,9 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int) -> di
     Always: test_loss, test_loss_stderr, loss_star, eta_star (tr(Gamma*)/d), gamma_star,
     gamma_star_isotropic, vs_optimal_gd. With a read-out: eta_hat, eta_rel_err, isotropy_err,
     gamma, gamma_parts ({"uy_Mx", "my_ux"}, summing to gamma), gamma_rel_err, nuisance. Where
-    the optimum is a Monte Carlo estimate (user families): method, eta_star_stderr and
-    loss_star_stderr.
+    the optimum is a Monte Carlo estimate (user families, user covariate laws): method,
+    eta_star_stderr and loss_star_stderr. For correlated contexts: n_eff, the number of
+    independent examples worth as much as the prompt's n.
     """
     optimum = family_optimum(task, seed=seed)
     eta_star = optimum.eta_or_trace
@@ -99,6 +100,8 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int) -> di
         "vs_optimal_gd": compare_with(cpu64(model), PreconditionedGD(optimum.gamma),
                                       nuisance_set),
     })
+    if optimum.n_eff is not None and math.isfinite(optimum.n_eff):
+        result["n_eff"] = optimum.n_eff
     if optimum.method == MONTE_CARLO and optimum.stderr is not None:
         result["method"] = optimum.method
         result["eta_star_stderr"] = optimum.stderr.get("eta")

@@ -28,14 +28,21 @@ RESULT_COLUMNS = (
 
 def config_columns(records: dict[str, RunRecord]) -> list[str]:
     """Every scalar config key of the runs, from the declarations (``iclab.config``): family
-    first, then in declaration order; covariances are summarised by their spec labels, and a
-    model's options appear once some run uses that model."""
+    first, then in declaration order; covariances are summarised by their spec labels (a
+    context_covariance column by its label), and a model's options appear once some run uses
+    that model."""
     names: dict[str, None] = {"family": None}
     for record in records.values():
         for key in record.point.config.to_json():
             if key not in ("cov_x", "cov_w"):
                 names.setdefault(key, None)
     return list(names)
+
+
+def _config_cell(record: RunRecord, config: dict[str, Any], column: str) -> str:
+    if column == "context_covariance":
+        return record.point.context_covariance_label
+    return _cell(config.get(column))
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,7 @@ def results_rows(records: dict[str, RunRecord]) -> list[list[str]]:
         nuisance = result.get("nuisance") or {}
         numbers = {**result, "nuisance_max": max(nuisance.values()) if nuisance else None}
         rows.append([run_id, ";".join(record.point.groups),
-                     *(_cell(config.get(c)) for c in columns),
+                     *(_config_cell(record, config, c) for c in columns),
                      record.point.cov_x_label, record.point.cov_w_label,
                      *(_cell(numbers.get(c)) for c in RESULT_COLUMNS)])
     return rows

@@ -15,6 +15,14 @@ f(x) = w^T x with w ~ N(0, Sigma_w), labels y = f(x) + sigma eps with eps ~ N(0,
 
 Correlated contexts need the Gaussian law (their optimum is the closed form of
 ``iclab.theory.correlated_contexts``); anything else is refused.
+
+It is a part of the ``linear-gaussian`` family, not a family of its own: ``linear_family``
+builds today's ``LinearGaussian`` for Gaussian, independent covariates and a
+``LinearLawTask`` otherwise. Its declared capabilities (``iclab.tasks.base.TaskFamily``): no
+sufficient-statistic sampler and no Gaussian theory (whole prompts, its own optimum), sign
+symmetry (w -> -w), rotation invariance for Gaussian covariates with Sigma_x = I and
+Sigma_w = c I, and ``covariate_law``, which the theory asks for
+(``iclab.theory.covariate_optimum``).
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ import torch
 from iclab.errors import ConfigError
 from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.covariance import validate_covariance
-from iclab.tasks.covariate_laws import CovariateLaw, GaussianLaw
+from iclab.tasks.covariate_laws import CovariateLaw, GaussianLaw, parse_law
+from iclab.tasks.linear_gaussian import LinearGaussian
 
 
 def symmetric_sqrt(matrix: np.ndarray) -> np.ndarray:
@@ -72,6 +81,10 @@ class LinearLawTask:
     _root_x: np.ndarray | None = field(init=False, repr=False, compare=False)
     _chol_w: np.ndarray | None = field(init=False, repr=False, compare=False)
     _root_r: np.ndarray | None = field(init=False, repr=False, compare=False)
+    name = "linear-gaussian"
+    statistics = False
+    gaussian = False
+    sign_symmetric = True
 
     def __post_init__(self) -> None:
         check_scalars(self.d, self.n, self.sigma)
@@ -107,6 +120,20 @@ class LinearLawTask:
     def sigma_w(self) -> np.ndarray:
         """Sigma_w as a float64 (d, d) array."""
         return np.eye(self.d) if self.cov_w is None else self.cov_w
+
+    @property
+    def covariate_law(self) -> CovariateLaw:
+        """The law of the covariates' standardised coordinates (the theory asks for it)."""
+        return self.law
+
+    @property
+    def rotation_invariant(self) -> bool:
+        """Gaussian covariates (correlated or not) with Sigma_x = I and Sigma_w = c I: the law
+        of a prompt is invariant under one rotation of every input and of w."""
+        sigma_w = self.sigma_w
+        return (isinstance(self.law, GaussianLaw)
+                and bool(np.array_equal(self.sigma_x, np.eye(self.d)))
+                and bool(np.array_equal(sigma_w, sigma_w[0, 0] * np.eye(self.d))))
 
     @property
     def correlated(self) -> bool:
@@ -163,3 +190,37 @@ class LinearLawTask:
             x_q=inputs[:, self.n].contiguous(),
             y_q=labels[:, self.n].contiguous(),
         )
+
+
+def linear_family(
+    d: int, n: int, sigma: float, cov_x: np.ndarray | None = None,
+    cov_w: np.ndarray | None = None, x_law: str | None = None,
+    context_correlation: float | None = None, context_covariance: np.ndarray | None = None,
+) -> LinearGaussian | LinearLawTask:
+    """The ``linear-gaussian`` family with its parameters (None: not given).
+
+    With the Gaussian law (or none given) and no correlation or position covariance it is
+    exactly ``LinearGaussian`` (same draws, same sampler, same Bayes risk); otherwise a
+    ``LinearLawTask``. Errors name the config keys.
+    """
+    if x_law in (None, "gaussian") and context_correlation is None \
+            and context_covariance is None:
+        return LinearGaussian(d, n, sigma, cov_x, cov_w)
+    law = parse_law("gaussian" if x_law is None else x_law)
+    if context_correlation is not None:
+        rho = context_correlation
+        if isinstance(rho, bool) or not isinstance(rho, int | float) \
+                or not math.isfinite(rho) or not -1 < rho < 1:
+            raise ConfigError(f"context_correlation must be a number in (-1, 1), got {rho!r}")
+    correlated = context_correlation is not None or context_covariance is not None
+    if context_correlation is not None and context_covariance is not None:
+        raise ConfigError("give context_correlation or context_covariance, not both")
+    if correlated and not isinstance(law, GaussianLaw):
+        raise ConfigError(f"context_correlation and context_covariance need x_law gaussian "
+                          f"(correlated contexts are Gaussian), got x_law {law.spec!r}")
+    if context_covariance is not None:
+        check_scalars(d, n, sigma)
+        context_covariance = validate_covariance(context_covariance, n + 1,
+                                                 "context_covariance")
+    return LinearLawTask(d, n, sigma, cov_x, cov_w, law, context_correlation,
+                         context_covariance)
