@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from iclab.config.fields import default_of, field_infos
+from iclab.config.train import SECTIONS
 from iclab.errors import ConfigError
 from iclab.experiments.spec import Point, Spec
 from iclab.io import atomic_write_text, read_json
@@ -39,9 +41,23 @@ def config_columns(records: dict[str, RunRecord]) -> list[str]:
     return list(names)
 
 
+def _omitted_defaults() -> dict[str, Any]:
+    """The defaults of the run's fields that the JSON form leaves out while at them."""
+    defaults = {}
+    for cls in SECTIONS:
+        for name, (f, info) in field_infos(cls).items():
+            if info.omit_default:
+                defaults[name] = default_of(f)
+    return defaults
+
+
 def _config_cell(record: RunRecord, config: dict[str, Any], column: str) -> str:
+    """A run's value in ``column``: a position covariance by its label, a field left out of
+    the JSON form by its default (x_law "gaussian"), anything else as written."""
     if column == "context_covariance":
         return record.point.context_covariance_label
+    if column not in config:
+        return _cell(_omitted_defaults().get(column))
     return _cell(config.get(column))
 
 

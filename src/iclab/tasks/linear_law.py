@@ -80,7 +80,7 @@ class LinearLawTask:
     position_cov: np.ndarray | None = None
     _root_x: np.ndarray | None = field(init=False, repr=False, compare=False)
     _chol_w: np.ndarray | None = field(init=False, repr=False, compare=False)
-    _root_r: np.ndarray | None = field(init=False, repr=False, compare=False)
+    _mix: np.ndarray | None = field(init=False, repr=False, compare=False)
     name = "linear-gaussian"
     statistics = False
     gaussian = False
@@ -102,14 +102,18 @@ class LinearLawTask:
             raise ConfigError(
                 f"correlated contexts need the gaussian covariate law, got {self.law.spec!r}"
             )
+        # C (n+1, n+1) with [x_1 .. x_(n+1)] = C [z_1 .. z_(n+1)] position by position: the
+        # symmetric root of R, or for AR(1) the lower Cholesky factor of rho^|i-j| (the
+        # recursion x_(i+1) = rho x_i + sqrt(1 - rho^2) z_(i+1) written as one product).
+        mix = None
         if self.rho is not None:
             object.__setattr__(self, "rho", _check_rho(self.rho))
-        root_r = None
+            mix = np.linalg.cholesky(ar1_position_covariance(self.n, self.rho))
         if self.position_cov is not None:
             R = validate_covariance(self.position_cov, self.n + 1, "position covariance")
             object.__setattr__(self, "position_cov", R)
-            root_r = symmetric_sqrt(R)
-        object.__setattr__(self, "_root_r", root_r)
+            mix = symmetric_sqrt(R)
+        object.__setattr__(self, "_mix", mix)
 
     @property
     def sigma_x(self) -> np.ndarray:
@@ -149,47 +153,50 @@ class LinearLawTask:
             return ar1_position_covariance(self.n, self.rho)
         return np.eye(self.n + 1)
 
-    def _correlate(self, z: torch.Tensor) -> torch.Tensor:
-        """z: (B, n+1, d) independent positions -> correlated positions, same shape."""
-        if self._root_r is not None:
-            root = torch.as_tensor(self._root_r, dtype=z.dtype, device=z.device)
-            return torch.einsum("ij,bjd->bid", root, z)
-        if self.rho is None:
+    def _inputs_batch_inner(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype
+    ) -> torch.Tensor:
+        """All n + 1 inputs of ``batch`` prompts, the query last: (d, n+1, B), batch axis
+        innermost. A law that declares ``iid`` coordinates is drawn in this layout directly;
+        any other law along its last axis, then transposed."""
+        d, positions = self.d, self.n + 1
+        if getattr(self.law, "iid", False):
+            z = self.law.sample_standard((d, positions, batch), generator, dtype)
+        else:
+            drawn = self.law.sample_standard((batch, positions, d), generator, dtype)
+            z = drawn.permute(2, 1, 0).contiguous()
+        if self._mix is not None:
+            mixing = torch.as_tensor(self._mix, dtype=dtype, device=z.device)
+            z = torch.matmul(mixing, z)                               # (d, n+1, B)
+        if self._root_x is None:
             return z
-        rho, innovation = self.rho, math.sqrt(1.0 - self.rho**2)
-        positions = [z[:, 0]]
-        for i in range(1, self.n + 1):
-            positions.append(rho * positions[-1] + innovation * z[:, i])
-        return torch.stack(positions, dim=1)
+        root = torch.as_tensor(self._root_x, dtype=dtype, device=z.device)
+        return (root @ z.reshape(d, -1)).view(d, positions, batch)
 
     def sample_inputs(
         self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
     ) -> torch.Tensor:
-        """All n + 1 inputs of ``batch`` prompts, the query last: (B, n+1, d)."""
-        z = self.law.sample_standard((batch, self.n + 1, self.d), generator, dtype)
-        z = self._correlate(z)
-        if self._root_x is None:
-            return z
-        root = torch.as_tensor(self._root_x, dtype=dtype, device=z.device)
-        return z @ root                                          # root is symmetric
+        """All n + 1 inputs of ``batch`` prompts, the query last: (B, n+1, d) (a view of a
+        batch-innermost tensor)."""
+        return self._inputs_batch_inner(batch, generator, dtype).permute(2, 1, 0)
 
     def sample_prompts(
         self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
     ) -> Prompts:
-        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
+        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,), as views of
+        batch-innermost tensors (``Prompts.from_batch_inner``): the inputs, then w, then
+        (when sigma > 0) the noise."""
         device = generator.device
-        inputs = self.sample_inputs(batch, generator, dtype)         # (B, n+1, d)
-        noise = torch.randn(batch, self.n + 1, generator=generator, dtype=dtype, device=device)
-        w = torch.randn(batch, self.d, generator=generator, dtype=dtype, device=device)
+        inputs = self._inputs_batch_inner(batch, generator, dtype)        # (d, n+1, B)
+        w = torch.randn(self.d, batch, generator=generator, dtype=dtype, device=device)
         if self._chol_w is not None:
-            w = w @ torch.as_tensor(self._chol_w, dtype=dtype, device=device).T
-        labels = torch.einsum("bkd,bd->bk", inputs, w) + self.sigma * noise  # (B, n+1)
-        return Prompts(
-            X=inputs[:, : self.n].contiguous(),
-            y=labels[:, : self.n].contiguous(),
-            x_q=inputs[:, self.n].contiguous(),
-            y_q=labels[:, self.n].contiguous(),
-        )
+            w = torch.as_tensor(self._chol_w, dtype=dtype, device=device) @ w
+        labels = (inputs * w[:, None, :]).sum(0)                          # (n+1, B)
+        if self.sigma > 0:
+            noise = torch.randn(self.n + 1, batch, generator=generator, dtype=dtype,
+                                device=device)
+            labels.add_(noise, alpha=float(self.sigma))
+        return Prompts.from_batch_inner(inputs, labels)
 
 
 def linear_family(
