@@ -44,7 +44,7 @@ class TaskConfig:
 
     d: int = setting(REQUIRED, "Input dimension d >= 1.", minimum=1, maximum=4096)
     n: int = setting(REQUIRED, "Examples per prompt n >= 1.", minimum=1, maximum=1_000_000)
-    sigma: float = setting(REQUIRED, "Label noise sigma >= 0.", minimum=0, maximum=1e4)
+    sigma: float = setting(0.0, "Label noise sigma >= 0.", minimum=0, maximum=1e4)
     cov_x: list[list[float]] | None = setting(
         None, "Sigma_x as a (d, d) .npy file (linear-gaussian only).")
     cov_w: list[list[float]] | None = setting(
@@ -142,7 +142,7 @@ class TrainConfig:
                               f"allowed: {sorted(known)}")
         try:
             return cls(
-                task=from_flat(TaskConfig, data, required=("d", "n", "sigma")),
+                task=from_flat(TaskConfig, data, required=("d", "n")),
                 optim=from_flat(OptimConfig, data),
                 run=from_flat(RunConfig, data),
                 model_name=model_name,
