@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclab.config.fields import setting
+from iclab.fields import setting
 from iclab.models import LinearReadout, Model
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
-from iclab.config.fields import field_infos
 from iclab.config.train import DEFAULT_MODEL, SECTIONS, TrainConfig
 from iclab.errors import ConfigError
+from iclab.fields import field_infos
 from iclab.models.registry import ModelRegistry
 from iclab.runs.pipeline import run_training
 from iclab.tasks.covariance import load_covariance

@@ -6,7 +6,7 @@
 - ``OptimConfig``: steps, batch, lr, lr_schedule, sampler, exact;
 - ``RunConfig``: seed, device, checkpoint_every, log_every, eval_prompts.
 
-Every field is declared once (``iclab.config.fields.setting``). The JSON form is flat, with
+Every field is declared once (``iclab.fields.setting``). The JSON form is flat, with
 the same keys as iclab 0.1's config.json (``model`` and later fields are left out while at
 their defaults), so older run folders and spec files load and keep their config hash. A run
 is reproducible bit for bit on the CPU from this object alone: covariances are stored as
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from iclab.config.fields import REQUIRED, field_infos, from_flat, setting, to_flat, validate
 from iclab.errors import ConfigError
+from iclab.fields import REQUIRED, field_infos, from_flat, setting, to_flat, validate
 from iclab.models.base import Model
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily

@@ -42,11 +42,11 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from iclab.config.fields import field_infos
 from iclab.config.train import MODEL_KEY, TrainConfig, section_fields
 from iclab.errors import ConfigError
 from iclab.experiments.covariances import resolve_covariance
 from iclab.experiments.spec_extends import resolve_extends
+from iclab.fields import field_infos
 from iclab.models.registry import ModelRegistry
 from iclab.plugins import is_plugin_reference
 

@@ -6,7 +6,7 @@ A model is a ``torch.nn.Module`` subclass of ``Model`` that maps prompts to pred
 
 is built by the seeded constructor ``create(d, options, generator, dtype)`` from a typed
 options object (a frozen dataclass whose fields are declared with
-``iclab.config.fields.setting``: they become ``iclab train`` options, spec keys and CSV
+``iclab.fields.setting``: they become ``iclab train`` options, spec keys and CSV
 columns), and declares what else it can do, like ``torch.distributions`` declares
 ``has_rsample``; callers ask, never assume:
 

@@ -23,8 +23,8 @@ import torch
 from torch import nn
 
 from iclab.batches import GaussianStatistics
-from iclab.config.fields import setting
 from iclab.errors import ConfigError
+from iclab.fields import setting
 from iclab.models.base import Model
 from iclab.models.lsa_statistics import statistics_prediction
 from iclab.models.readout import LinearReadout
