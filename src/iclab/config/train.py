@@ -141,12 +141,16 @@ class TrainConfig:
             raise ConfigError(f"unknown config keys {unknown} for model {model_name!r}; "
                               f"allowed: {sorted(known)}")
         try:
+            options = from_flat(model_class.options_class, data)
+            optim_keys = field_infos(OptimConfig)
+            suggested = {key: value for key, value in model_class.training_defaults(options)
+                         .items() if key in optim_keys}
             return cls(
                 task=from_flat(TaskConfig, data, required=("d", "n")),
-                optim=from_flat(OptimConfig, data),
+                optim=from_flat(OptimConfig, {**suggested, **data}),
                 run=from_flat(RunConfig, data),
                 model_name=model_name,
-                model=from_flat(model_class.options_class, data),
+                model=options,
             )
         except TypeError as error:
             raise ConfigError(f"bad config: {error}") from None

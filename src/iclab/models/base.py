@@ -58,6 +58,13 @@ class Model(nn.Module):
         ``generator``)."""
         raise NotImplementedError(f"model {cls.name} does not define create()")
 
+    @classmethod
+    def training_defaults(cls, options: Any) -> dict[str, Any]:
+        """Optimiser settings (``iclab.config.train.OptimConfig`` keys: steps, batch, lr, ...)
+        that suit this model better than the global defaults; a user's explicit setting
+        always wins. Empty by default."""
+        return {}
+
     def forward(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
         """X: (B, n, d), y: (B, n), x_q: (B, d) -> yhat: (B,)."""
         raise NotImplementedError
