@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +20,12 @@ from iclab.analysis.shift import (
     PREDICTORS,
     curve_values,
     evaluate_shift,
+    one_thread,
     shift_curves,
     write_shift_outputs,
 )
 from iclab.errors import ConfigError
+from iclab.models.lsa import LSAOptions
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import gaussian_optimum, gd_term_loss, loss_star_isotropic
@@ -33,6 +36,13 @@ OPTIMUM = gaussian_optimum(N, SIGMA, d=D)
 MODEL = lsa_from_gamma(OPTIMUM.gamma)
 READOUT = tuple(t.detach().numpy() for t in MODEL.effective())
 PROMPTS = 4000
+
+
+@pytest.fixture(autouse=True)
+def single_thread() -> Iterator[None]:
+    """Batched solves of tiny matrices are far faster with one thread on a busy machine."""
+    with one_thread():
+        yield
 
 
 def rows_for(kind: str, values: list[float], prompts: int = PROMPTS, seed: int = 0,
@@ -121,6 +131,21 @@ def test_gd_exact_loss_against_gd_term_loss(kind: str, values: list[float]) -> N
         exact = gd_term_loss(OPTIMUM.gamma, n, sigma, np.eye(D), cov_w)
         assert float(row["gd_exact_loss"]) == pytest.approx(exact, rel=1e-10)  # type: ignore[arg-type]
         assert abs(z(row, "model", exact)) <= 4
+
+
+def test_normalised_model_under_a_change_of_n() -> None:
+    """A model that divides by n and implements Gamma* at the training n predicts
+    (N / n') x_q^T Gamma* X^T y at n' examples."""
+    model = lsa_from_gamma(OPTIMUM.gamma, LSAOptions(D, normalise=True), n=N)
+    readout = tuple(t.detach().numpy() for t in model.effective())
+    rows = evaluate_shift(model, readout, BASE, OPTIMUM.gamma, "n", [5, 80], 2000, 0,  # type: ignore[arg-type]
+                          normalise=True)
+    for row in rows:
+        n = int(row["value"])  # type: ignore[call-overload]
+        exact = gd_term_loss(OPTIMUM.gamma * N / n, n, SIGMA, np.eye(D), np.eye(D))
+        assert float(row["exact_loss"]) == pytest.approx(exact, rel=1e-10)  # type: ignore[arg-type]
+        assert abs(z(row, "model", exact)) <= 4
+        assert abs(float(row["exact_loss"]) / float(row["gd_exact_loss"]) - 1) > 0.05  # type: ignore[arg-type]
 
 
 def test_seeded_and_paired() -> None:

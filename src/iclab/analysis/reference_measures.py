@@ -12,6 +12,7 @@ measures, ``iclab.analysis.compare``):
 Each entry holds ``mean_abs_prediction_difference`` (mean |yhat_model - yhat_ref|),
 ``sensitivity_cosine`` (mean cosine between d yhat / d x_q of the two) and
 ``reference_loss`` (the reference's mean squared error on the same prompts, for scale).
+Computed with one intra-op thread (see ``iclab.analysis.shift``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import torch
 from iclab.algorithms.baselines import BayesPosteriorMean, LeastSquares
 from iclab.algorithms.gd import PreconditionedGD
 from iclab.analysis.compare import Predictor, compare_with
+from iclab.analysis.shift import one_thread
 from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
@@ -58,10 +60,11 @@ def reference_measures(
         "vs_ols": LeastSquares(),
     }
     result: dict[str, dict[str, float]] = {}
-    for key, reference in references.items():
-        measures: dict[str, Any] = compare_with(model, reference, batch)
-        with torch.no_grad():
-            error = (reference(batch.X, batch.y, batch.x_q) - batch.y_q) ** 2
-        measures["reference_loss"] = float(error.mean())
-        result[key] = {name: float(value) for name, value in measures.items()}
+    with one_thread():
+        for key, reference in references.items():
+            measures: dict[str, Any] = compare_with(model, reference, batch)
+            with torch.no_grad():
+                error = (reference(batch.X, batch.y, batch.x_q) - batch.y_q) ** 2
+            measures["reference_loss"] = float(error.mean())
+            result[key] = {name: float(value) for name, value in measures.items()}
     return result

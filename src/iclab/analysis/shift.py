@@ -19,12 +19,15 @@ the n context examples), the exact population loss of (u, M) under the test law
 
 Every value's prompts come from the same seeded stream, so the values share their random
 numbers (common random numbers: smoother curves, each point's standard error still valid).
+The work runs with one intra-op thread: torch's batched pseudo-inverse of many tiny matrices
+(OLS) is about 30 times slower with two threads on a busy 2-core machine.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -44,6 +47,17 @@ from iclab.theory.shifted_population import shifted_population_loss
 ELEMENTS_PER_CHUNK = 4_000_000
 PREDICTORS = ("model", "ols", "ridge", "gd", "bayes")
 Readout = tuple[np.ndarray, np.ndarray]
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the block with one intra-op thread, restoring the previous number after."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def gd_readout(gamma_star: np.ndarray) -> Readout:
@@ -80,12 +94,18 @@ def evaluate_shift(
     values: Sequence[float],
     prompts: int,
     seed: int,
+    *,
+    normalise: bool = False,
 ) -> list[dict[str, Any]]:
     """One row per value: value, {p}_loss and {p}_loss_stderr for p in PREDICTORS, exact_loss
     (None without a read-out) and gd_exact_loss.
 
-    readout: (u: (d+1,), M: (d+1, d)) or None; gamma_star: (d, d); prompts >= 2 per value.
-    Every value is checked (ConfigError) before anything is computed.
+    predictor: called on float64 CPU tensors (pass a float64 copy of a float32 model);
+    readout: (u: (d+1,), M: (d+1, d)) or None (None for a model whose prediction is not
+    u^T Z M x_q, e.g. softmax attention or an LSA that attends to the query); ``normalise``: the
+    model divides its sum by n, so its prediction is u^T Z M x_q / n at the TEST n (pass the
+    raw M). gamma_star: (d, d); prompts >= 2 per value. Every value is checked (ConfigError)
+    before anything is computed.
     """
     gamma, checked_readout = _check_inputs(base, gamma_star, readout, prompts)
     if len(values) == 0:
@@ -108,7 +128,7 @@ def evaluate_shift(
         for name in PREDICTORS:
             row[f"{name}_loss"], row[f"{name}_loss_stderr"] = measured[name]
         row["exact_loss"] = (None if checked_readout is None
-                             else shifted_population_loss(*checked_readout, law))
+                             else shifted_population_loss(*checked_readout, law, normalise))
         row["gd_exact_loss"] = shifted_population_loss(*gd_readout(gamma), law)
         rows.append(row)
     return rows
@@ -121,7 +141,7 @@ def _measure(predictors: dict[str, Predictor], law: Any, prompts: int, seed: int
     chunk = max(1, min(prompts, ELEMENTS_PER_CHUNK // ((law.n + 1) * (law.d + 1))))
     sums = {name: [0.0, 0.0] for name in predictors}
     done = 0
-    with torch.no_grad():
+    with torch.no_grad(), one_thread():
         while done < prompts:
             size = min(chunk, prompts - done)
             batch = law.sample_prompts(size, generator).to(torch.float64)
@@ -161,16 +181,21 @@ def shift_curves(
     kind: str,
     values: Sequence[float],
     points: int = 65,
+    *,
+    normalise: bool = False,
 ) -> dict[str, tuple[list[float], list[float]]]:
-    """Exact loss curves on a dense grid: {"model": (grid, losses)} (with a read-out) and
-    {"gd": (grid, losses)} for one-step GD with Gamma*."""
+    """Exact loss curves on a dense grid: {"model": (grid, losses)} (with a read-out; its
+    ``normalise`` as in ``evaluate_shift``) and {"gd": (grid, losses)} for one-step GD with
+    Gamma*."""
     grid = curve_values(kind, values, points)
     laws = [shifted_law(base, kind, value) for value in grid]
-    readouts = {"gd": gd_readout(np.asarray(gamma_star, dtype=np.float64))}
+    curves = {}
     if readout is not None:
-        readouts = {"model": readout, **readouts}
-    return {name: (grid, [shifted_population_loss(*pair, law) for law in laws])
-            for name, pair in readouts.items()}
+        curves["model"] = (grid, [shifted_population_loss(*readout, law, normalise)
+                                  for law in laws])
+    gd = gd_readout(np.asarray(gamma_star, dtype=np.float64))
+    curves["gd"] = (grid, [shifted_population_loss(*gd, law) for law in laws])
+    return curves
 
 
 __all__ = [

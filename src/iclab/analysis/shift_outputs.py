@@ -58,39 +58,54 @@ def _wide(values: Sequence[float]) -> bool:
     return bool(positive) and min(positive) > 0 and max(positive) / min(positive) >= 4
 
 
+def _exact_curves(rows: list[dict[str, Any]], curves: Curves | None) -> Curves:
+    """The curves given, or else the rows' exact losses at the values themselves."""
+    if curves is not None:
+        return curves
+    x = [float(row["value"]) for row in rows]
+    found: Curves = {}
+    for name, key in (("model", "exact_loss"), ("gd", "gd_exact_loss")):
+        if all(row.get(key) is not None for row in rows):
+            found[name] = (x, [float(row[key]) for row in rows])
+    return found
+
+
 def _draw(path: Path, kind: str, rows: list[dict[str, Any]], curves: Curves | None) -> None:
+    """Measured points with 2-se error bars; a predictor with an exact curve gets that curve as
+    its line, the others a thin line through their points."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import LogFormatter, NullFormatter
+
+    exact = _exact_curves(rows, curves)
+    measured = {name: ([float(row[f"{name}_loss"]) for row in rows],
+                       [2 * float(row[f"{name}_loss_stderr"]) for row in rows])
+                for name in STYLE if f"{name}_loss" in rows[0]}
+    everything = [v for y, _ in measured.values() for v in y]
+    everything += [float(v) for _, losses in exact.values() for v in losses]
+    log_y = all(np.isfinite(everything)) and _wide(everything) \
+        and max(everything) / min(everything) >= 10
 
     figure = Figure(figsize=(7, 4.5))
     FigureCanvasAgg(figure)
     axes = figure.subplots()
     x = [float(row["value"]) for row in rows]
-    plotted: list[float] = []
-    for name, (label, colour) in STYLE.items():
-        if f"{name}_loss" not in rows[0]:
-            continue
-        y = [row[f"{name}_loss"] for row in rows]
-        err = [2 * row[f"{name}_loss_stderr"] for row in rows]
-        axes.errorbar(x, y, yerr=err, fmt="o-", ms=4, lw=0.8, capsize=3, color=colour,
-                      label=f"{label}, measured")
-        plotted += y
-    if curves is None:  # the exact losses at the values themselves
-        curves = {}
-        if rows[0].get("exact_loss") is not None:
-            curves["model"] = (x, [row["exact_loss"] for row in rows])
-        if rows[0].get("gd_exact_loss") is not None:
-            curves["gd"] = (x, [row["gd_exact_loss"] for row in rows])
-    for name, (grid, losses) in curves.items():
+    for name, (y, err) in measured.items():
+        label, colour = STYLE[name]
+        low = [min(e, 0.999 * v) for e, v in zip(err, y, strict=True)] if log_y else err
+        axes.errorbar(x, y, yerr=[low, err], fmt="o" if name in exact else "o-", ms=4, lw=0.8,
+                      capsize=3, color=colour, label=f"{label}, measured")
+    for name, (grid, losses) in exact.items():
         label, colour = STYLE.get(name, (name, "black"))
         axes.plot(grid, losses, "--" if name == "gd" else "-", color=colour, lw=1.6, alpha=0.7,
                   label=f"{label}, exact")
-        plotted += list(losses)
-    if all(value is not None and np.isfinite(value) for value in plotted) and _wide(plotted) \
-            and max(plotted) / min(plotted) >= 10:
+    if log_y:
         axes.set_yscale("log")
-    if kind != "sigma" and kind != "w-mean" and _wide(x):
+        axes.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.4)))
+    if kind not in ("sigma", "w-mean") and _wide(x):
         axes.set_xscale("log")
+        axes.xaxis.set_minor_formatter(NullFormatter())
+    axes.set_xticks(x, labels=[f"{value:g}" for value in x])
     axes.set_xlabel(AXIS_LABEL.get(kind, kind))
     axes.set_ylabel("test loss E[(yhat - y_q)^2]")
     axes.set_title(f"shift: {kind} (error bars: 2 standard errors)")
