@@ -182,7 +182,7 @@ class LinearSelfAttention(Model):
             M64 = M.detach().to("cpu", torch.float64).numpy()
         if self.options.normalise:
             M64 = M64 / n
-        return LinearReadout(np.array(u64), np.array(M64))
+        return LinearReadout(np.array(u64), np.array(M64), not self.options.attend_query)
 
     def exact_loss(self, task: Any) -> torch.Tensor:
         """The exact population loss on a Gaussian family: float64 scalar, differentiable."""
