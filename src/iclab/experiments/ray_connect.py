@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,7 +179,12 @@ def _auth_error(address: Address) -> ConfigError:
 
 def connect(ray: Any, address: Address, timeout: float) -> None:
     """Join the cluster at ``address`` (ray.init), or raise a one-line ConfigError once
-    ``timeout`` seconds have passed without a connection."""
+    ``timeout`` seconds have passed without a connection.
+
+    ray.init runs in a daemon thread, its C++ log lines captured, so that a cluster that
+    never answers cannot hold the driver: after a timeout that thread is abandoned (the
+    command exits; a Python caller should not use Ray in this process afterwards).
+    """
     deadline = time.monotonic() + timeout
     if address.host is not None:
         _wait_for_port(address, deadline)
@@ -214,6 +219,8 @@ def connect(ray: Any, address: Address, timeout: float) -> None:
     error = outcome[0]
     if error is None:
         return
+    with suppress(Exception):  # whatever ray.init left half-started
+        ray.shutdown()
     if any(marker in log + repr(error) for marker in _AUTH_MARKERS):
         raise _auth_error(address)
     if isinstance(error, KeyboardInterrupt):
