@@ -68,7 +68,8 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int) -> di
     Always: test_loss, test_loss_stderr, loss_star, eta_star (tr(Gamma*)/d), gamma_star,
     gamma_star_isotropic, vs_optimal_gd (and, for a model without a read-out on a Gaussian
     family, vs_ridge and vs_ols too, each with the reference's own loss). With a read-out:
-    eta_hat, eta_rel_err, isotropy_err, gamma, gamma_parts ({"uy_Mx", "my_ux"}, summing to gamma), gamma_rel_err, nuisance. Where
+    eta_hat, eta_rel_err, isotropy_err, gamma, gamma_parts ({"uy_Mx", "my_ux"}, summing to
+    gamma), gamma_rel_err, nuisance. Where
     the optimum is a Monte Carlo estimate (user families): method, eta_star_stderr and
     loss_star_stderr.
     """
