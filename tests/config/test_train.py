@@ -143,7 +143,7 @@ def test_covariate_fields_make_the_linear_family_and_its_sampler() -> None:
         TrainConfig.flat(d=2, n=3, sigma=0.1, context_correlation=0.2, exact=True).validate()
     with pytest.raises(ConfigError, match="x_law applies only to family linear-gaussian"):
         TrainConfig.flat(d=2, n=3, sigma=0.1, family="relu", x_law="uniform").validate()
-    with pytest.raises(ConfigError, match="^context_correlation must be a number in"):
+    with pytest.raises(ConfigError, match=r"^context_correlation must be a number in"):
         TrainConfig.flat(d=2, n=3, sigma=0.1, context_correlation=1.0).validate()
-    with pytest.raises(ConfigError, match="^x_law must be a string"):
+    with pytest.raises(ConfigError, match=r"^x_law must be a string"):
         TrainConfig.flat(d=2, n=3, sigma=0.1, x_law=3)

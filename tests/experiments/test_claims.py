@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from iclab.experiments.claims import Claim, distance_from_multiple, evaluate_claims
+from iclab.experiments.claim_kinds import distance_from_multiple
+from iclab.experiments.claims import Claim, evaluate_claims
 from iclab.experiments.results import RunRecord
 from iclab.experiments.spec import Spec, parse_spec
 from iclab.theory.bayes import bayes_risk

@@ -162,24 +162,30 @@ def test_load_spec_reads_toml_and_json(tmp_path: Path) -> None:
         load_spec(tmp_path / "missing.toml")
 
 
-def _raw_builtin(name: str) -> dict[str, Any]:
-    text = resources.files("iclab.experiments").joinpath(f"specs/{name}.toml").read_text()
-    return tomllib.loads(text)
-
-
 @pytest.mark.parametrize(("name", "limit"), [("reproduce", 0.02), ("reproduce-quick", 0.03)])
 def test_builtin_specs_make_the_issue_s_claims(name: str, limit: float) -> None:
-    raw = _raw_builtin(name)
-    assert all(0 < claim["tolerance"] <= limit for claim in raw["claims"])
-    sections = {claim["section"] for claim in raw["claims"]}
-    assert {"Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context"} <= sections
-    groups = {g["name"]: g for g in raw["groups"]}
-    sigmas = groups["theorem1-sigma"]["sigma"]
-    assert len(sigmas) >= 5 and 0.0 in sigmas
-    assert len(groups["theorem1-sigma"]["seeds"]) >= 2
-    assert set(groups["theorem3"]["family"]) == {"relu", "two-layer-relu"}
-    assert groups["control"]["family"] == "anisotropic"
-    assert len(builtin_spec(name).points()) > 10
+    spec = builtin_spec(name)
+    assert all(0 < claim.tolerance <= limit for claim in spec.claims)
+    assert {"Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context"} <= {
+        claim.section for claim in spec.claims}
+    sigma_sites = {p.config.task.sigma for p in spec.group("theorem1-sigma").points}
+    assert len(sigma_sites) >= 5 and 0.0 in sigma_sites
+    assert len({p.config.run.seed for p in spec.group("theorem1-sigma").points}) >= 2
+    assert {p.config.task.family for p in spec.group("theorem3").points} == {
+        "relu", "two-layer-relu"}
+    assert {p.config.task.family for p in spec.group("control").points} == {"anisotropic"}
+    assert len(spec.points()) > 10
+
+
+def test_the_quick_spec_is_a_short_override_of_the_default_one() -> None:
+    text = resources.files("iclab.experiments").joinpath("specs/reproduce-quick.toml")
+    raw = tomllib.loads(text.read_text())
+    assert raw["extends"] == "reproduce.toml" and len(text.read_text().splitlines()) <= 60
+    quick, full = builtin_spec("reproduce-quick"), builtin_spec("reproduce")
+    assert [c.kind for c in quick.claims] == [c.kind for c in full.claims]
+    assert {c.tolerance for c in quick.claims} == {0.03}
+    assert {c.tolerance for c in full.claims} == {0.02}
+    assert len(quick.points()) < len(full.points())
 
 
 def test_unknown_builtin_spec() -> None:

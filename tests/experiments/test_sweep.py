@@ -17,7 +17,7 @@ from iclab.errors import ConfigError
 from iclab.experiments.executors import LocalExecutor, RunOutcome, RunTask, execute_run
 from iclab.experiments.results import RESULT_COLUMNS
 from iclab.experiments.spec import load_spec, parse_spec
-from iclab.experiments.sweep import SweepError, make_executor, run_sweep
+from iclab.experiments.sweep import SweepError, failure_message, make_executor, run_sweep
 from iclab.io import read_json
 
 TINY = {"name": "tiny", "defaults": {"d": 2, "steps": 30, "batch": 64, "eval_prompts": 200,
@@ -129,3 +129,31 @@ def test_killed_with_sigkill_and_run_again_gives_identical_results(tmp_path: Pat
     run_sweep(load_spec(spec), tmp_path / "clean", Recording(), progress=False)
     assert (tmp_path / "killed" / "results.csv").read_bytes() == \
         (tmp_path / "clean" / "results.csv").read_bytes()
+
+
+class Unreachable:
+    """An executor that cannot start (a cluster that does not answer)."""
+
+    def run(self, tasks: Sequence[RunTask], on_done: Callable[[RunOutcome], None]) -> None:
+        raise ConfigError("cannot reach the cluster")
+
+
+def test_a_sweep_that_cannot_start_creates_no_folder(tmp_path: Path) -> None:
+    spec = parse_spec(TINY, "tiny")
+    with pytest.raises(ConfigError, match="cannot reach the cluster"):
+        run_sweep(spec, tmp_path / "a" / "out", Unreachable(), progress=False)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match="is not a writable folder"):
+        run_sweep(spec, tmp_path / "file" / "out", Recording(), progress=False)
+    with pytest.raises(ConfigError, match="exists and is not a folder"):
+        run_sweep(spec, tmp_path / "file", Recording(), progress=False)
+
+
+def test_the_failure_message_names_the_failed_runs() -> None:
+    failures = [RunOutcome(f"run{i}", f"Error {i}", 0.0) for i in range(7)]
+    assert failure_message(failures[:2], 9) == (
+        "2 of 9 runs failed (run0, run1; first error: Error 0); run the same command again "
+        "to retry them, finished runs are kept")
+    assert "(run0, run1, run2, run3, run4 and 2 more; first error: Error 0)" in \
+        failure_message(failures, 9)

@@ -34,8 +34,7 @@ def test_config_families_and_samplers() -> None:
     task = config.make_task()
     assert config.to_json()["width"] == 5
     assert isinstance(task, TwoLayerReluTask) and task.width == 5
-    with pytest.raises(ConfigError, match="sampler statistics needs a family with the "
-                                          "sufficient-statistic sampler"):
+    with pytest.raises(ConfigError, match="sampler statistics needs a family with the suff"):
         TrainConfig.flat(d=2, n=3, sigma=0.1, family="relu", sampler="statistics").validate()
     with pytest.raises(ConfigError, match="unknown family 'cubic'"):
         TrainConfig.flat(d=2, n=3, sigma=0.1, family="cubic").validate()

@@ -211,7 +211,7 @@ def test_the_family_names_context_correlation_when_it_is_outside_the_unit_interv
 
 
 def test_the_family_refuses_what_does_not_combine() -> None:
-    with pytest.raises(ConfigError, match="need x_law gaussian.*'uniform'"):
+    with pytest.raises(ConfigError, match=r"need x_law gaussian.*'uniform'"):
         linear_family(2, 3, 0.5, x_law="uniform", context_correlation=0.5)
     with pytest.raises(ConfigError, match="not both"):
         linear_family(2, 3, 0.5, context_correlation=0.5, context_covariance=np.eye(4))

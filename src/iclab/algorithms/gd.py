@@ -27,7 +27,7 @@ class OneStepGD(InContextAlgorithm):
 class PreconditionedGD(InContextAlgorithm):
     """One preconditioned step from w_0 = 0 with effective matrix Gamma: w_1 = Gamma X^T y.
 
-    The prediction is x_q^T Gamma X^T y (the convention of docs/theory.md section 2); Gamma = eta P for a step of
+    The prediction is x_q^T Gamma X^T y (docs/theory.md section 2); Gamma = eta P for a step of
     size eta preconditioned by P.
     """
 

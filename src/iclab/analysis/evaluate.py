@@ -23,6 +23,7 @@ import torch
 from iclab.algorithms.gd import PreconditionedGD
 from iclab.analysis.compare import compare_with
 from iclab.analysis.readout import gamma_relative_error, nuisance_shares
+from iclab.analysis.reference_measures import reference_measures
 from iclab.models.base import Model
 from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
@@ -65,11 +66,13 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int) -> di
     """result.json's numbers (see the README's result.json keys).
 
     Always: test_loss, test_loss_stderr, loss_star, eta_star (tr(Gamma*)/d), gamma_star,
-    gamma_star_isotropic, vs_optimal_gd. With a read-out: eta_hat, eta_rel_err, isotropy_err,
-    gamma, gamma_parts ({"uy_Mx", "my_ux"}, summing to gamma), gamma_rel_err, nuisance. Where
-    the optimum is a Monte Carlo estimate (user families, user covariate laws): method,
-    eta_star_stderr and loss_star_stderr. For correlated contexts: n_eff, the number of
-    independent examples worth as much as the prompt's n.
+    gamma_star_isotropic, vs_optimal_gd (and, for a model without a read-out on a Gaussian
+    family, vs_ridge and vs_ols too, each with the reference's own loss). With a read-out:
+    eta_hat, eta_rel_err, isotropy_err, gamma, gamma_parts ({"uy_Mx", "my_ux"}, summing to
+    gamma), gamma_rel_err, nuisance. Where the optimum is a Monte Carlo estimate (user
+    families, user covariate laws): method, eta_star_stderr and loss_star_stderr. For
+    correlated contexts: n_eff, the number of independent examples worth as much as the
+    prompt's n.
     """
     optimum = family_optimum(task, seed=seed)
     eta_star = optimum.eta_or_trace
@@ -102,6 +105,10 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int) -> di
     })
     if optimum.n_eff is not None and math.isfinite(optimum.n_eff):
         result["n_eff"] = optimum.n_eff
+    if not model.has_readout and task.gaussian:
+        # no linear read-out: how close its predictions are to one-step GD, ridge and OLS
+        result.update(reference_measures(cpu64(model), task, optimum.gamma,  # type: ignore[arg-type]
+                                         min(NUISANCE_PROMPTS, eval_prompts), seed))
     if optimum.method == MONTE_CARLO and optimum.stderr is not None:
         result["method"] = optimum.method
         result["eta_star_stderr"] = optimum.stderr.get("eta")

@@ -14,16 +14,25 @@ from typing import Any
 VERDICT_Z = 4.0
 
 
-def judge(result: dict[str, Any]) -> dict[str, Any]:
-    """{"verdict": "optimal" | "not optimal", "excess_z": z, "verdict_reference": ...}."""
+def judge(result: dict[str, Any], linear: bool = True) -> dict[str, Any]:
+    """{"verdict": ..., "excess_z": z, "verdict_reference": ...}.
+
+    ``linear``: the model is a one-layer linear model (it has a linear read-out), so L* bounds
+    its loss and the verdict is "optimal" or "not optimal". Any other model (softmax
+    attention, say) can sit above or below L*, and the verdict says which: "at L*",
+    "above L*" or "below L*" (|z| <= VERDICT_Z is "at")."""
     loss, star = float(result["test_loss"]), float(result["loss_star"])
     se = math.hypot(float(result["test_loss_stderr"]),
                     float(result.get("loss_star_stderr") or 0.0))
     excess = loss - star
     z = excess / se if se > 0 else (0.0 if excess <= 0 else math.inf)
-    z = min(z, 1e300)  # JSON has no infinity
+    z = max(min(z, 1e300), -1e300)  # JSON has no infinity
+    if linear:
+        verdict = "optimal" if z <= VERDICT_Z else "not optimal"
+    else:
+        verdict = "at L*" if abs(z) <= VERDICT_Z else ("above L*" if z > 0 else "below L*")
     return {
-        "verdict": "optimal" if z <= VERDICT_Z else "not optimal",
+        "verdict": verdict,
         "excess_z": z,
         "verdict_reference": "the optimal one-layer LSA loss L* (loss_star)",
     }

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from iclab.config.fields import default_of, describe_allowed, field_infos
+from iclab.fields import default_of, describe_allowed, field_infos
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.registry import FamilyRegistry
 

@@ -15,6 +15,7 @@ from iclab import __version__
 from iclab.cli.catalogue import families_command, models_command
 from iclab.cli.certify import certify_command
 from iclab.cli.reproduce import reproduce_command
+from iclab.cli.shift import shift_command
 from iclab.cli.sweep import sweep_command
 from iclab.cli.theory import theory_command
 from iclab.cli.train import make_train_command
@@ -51,7 +52,8 @@ def build_cli(args: list[str]) -> click.Group:
         the theory."""
 
     for command in (make_train_command(models), theory_command, certify_command,
-                    sweep_command, reproduce_command, models_command, families_command):
+                    sweep_command, reproduce_command, shift_command, models_command,
+                    families_command):
         cli.add_command(command)
     return cli
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from iclab.cli.sweep import executor_options, sweep_and_report
+from iclab.cli.sweep import executor_options, ray_options, sweep_and_report
 from iclab.experiments.spec import builtin_spec
 
 
@@ -14,8 +14,10 @@ from iclab.experiments.spec import builtin_spec
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder [default: runs/reproduce, or runs/reproduce-quick].")
 @executor_options
+@ray_options
 def reproduce_command(quick: bool, out: str | None, executor: str, address: str | None,
-                      workers: int | None, quiet: bool) -> None:
+                      workers: int | None, quiet: bool, storage: str | None,
+                      connect_timeout: float | None) -> None:
     """Train the models behind each claim of the paper and report the verdicts.
 
     Theorem 1 (eta_hat against sigma and n), Theorem 2 (preconditioning by Sigma_x^-1),
@@ -26,4 +28,4 @@ def reproduce_command(quick: bool, out: str | None, executor: str, address: str 
     """
     name = "reproduce-quick" if quick else "reproduce"
     sweep_and_report(lambda: builtin_spec(name), out or f"runs/{name}", executor, address,
-                     workers, quiet)
+                     workers, quiet, storage=storage, connect_timeout=connect_timeout)

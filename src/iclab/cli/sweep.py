@@ -20,11 +20,31 @@ def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--executor", type=click.Choice(EXECUTORS), default="local",
                      show_default=True, help="local processes, or Ray tasks (iclab[ray])."),
         click.option("--address", default=None,
-                     help="Ray cluster address (ray://host:10001, host:6379, auto) "
-                          "[default: start a local Ray instance and stop it afterwards]."),
+                     help="Ray cluster to join: host:port (the head's GCS port, 6379 by "
+                          "default), auto (the cluster this machine is a node of), or "
+                          "ray://host:10001 (Ray Client, from outside the cluster) "
+                          "[default: start a local Ray instance and stop it afterwards]. "
+                          "Results come back to this machine; see docs/cluster.md."),
         click.option("--workers", type=int, default=None,
-                     help="Parallel runs [default: one per core]."),
+                     help="Parallel runs [default: one per core; with --address, as many "
+                          "as the cluster schedules]."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def ray_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--storage and --connect-timeout (Ray only), passed on to ``sweep_and_report``."""
+    options = [
+        click.option("--storage", default=None, metavar="URI",
+                     help="With --executor ray: keep each run's latest checkpoint under URI "
+                          "(s3://..., gs://..., or a folder every node sees) so a run whose "
+                          "node dies resumes there instead of from the start."),
+        click.option("--connect-timeout", type=float, default=None, metavar="SECONDS",
+                     help="With --address: give up (exit code 2) if the cluster cannot be "
+                          "reached within SECONDS [default: 30]."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -42,12 +62,14 @@ def format_claims(claims: list[Claim]) -> str:
 
 
 def sweep_and_report(load: Callable[[], Spec], out: str, executor: str, address: str | None,
-                     workers: int | None, quiet: bool) -> None:
+                     workers: int | None, quiet: bool, *, storage: str | None = None,
+                     connect_timeout: float | None = None) -> None:
     """Run the spec ``load`` returns into ``out``; with claims, write the report and raise
     ClaimsNotHeldError (exit code 1) if one does not hold."""
     out_dir = Path(out)
     started = time.perf_counter()
-    runner = make_executor(executor, workers, address)  # bad options first, before any work
+    runner = make_executor(executor, workers, address, storage,  # bad options first
+                           connect_timeout)
     spec = load()
     records = run_sweep(spec, out_dir, runner, progress=not quiet)
     click.echo(f"{len(records)} runs finished in {out_dir / 'runs'}; "
@@ -71,12 +93,15 @@ def sweep_and_report(load: Callable[[], Spec], out: str, executor: str, address:
 @click.option("--out", type=click.Path(file_okay=False), required=True,
               help="Sweep folder: runs/<config hash>/, results.csv, timings.csv, report.")
 @executor_options
+@ray_options
 def sweep_command(spec: str, out: str, executor: str, address: str | None,
-                  workers: int | None, quiet: bool) -> None:
+                  workers: int | None, quiet: bool, storage: str | None,
+                  connect_timeout: float | None) -> None:
     """Run every point of the experiment spec SPEC (.toml or .json), skipping finished runs.
 
     Writes OUT/runs/<config hash>/ per run, OUT/results.csv and OUT/timings.csv, and, when
     the spec declares claims, OUT/claims.json, OUT/report.md, OUT/report.html and the figures.
     Killed, it resumes when run again. Exit code 1 if a run fails or a claim does not hold.
     """
-    sweep_and_report(lambda: load_spec(spec), out, executor, address, workers, quiet)
+    sweep_and_report(lambda: load_spec(spec), out, executor, address, workers, quiet,
+                     storage=storage, connect_timeout=connect_timeout)

@@ -12,9 +12,9 @@ from typing import Any
 import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
-from iclab.config.fields import field_infos
 from iclab.config.train import DEFAULT_MODEL, SECTIONS, TrainConfig
 from iclab.errors import ConfigError
+from iclab.fields import field_infos
 from iclab.models.registry import ModelRegistry
 from iclab.runs.pipeline import run_training
 from iclab.tasks.covariance import load_covariance
@@ -44,6 +44,13 @@ def format_result(result: dict[str, Any]) -> str:
             ("Gamma relative error", f"{100 * result['gamma_rel_err']:.3f} %"),
             ("largest nuisance share", f"{max(nuisance.values(), default=0.0):.2e}"),
         ]
+    for key, name in (("vs_optimal_gd", "one-step GD*"), ("vs_ridge", "ridge"),
+                      ("vs_ols", "OLS")):
+        measures = result.get(key)
+        if measures and "eta_hat" not in result:
+            rows.append((f"vs {name}: |diff|, cosine",
+                         f"{measures['mean_abs_prediction_difference']:.4f}, "
+                         f"{measures['sensitivity_cosine']:.4f}"))
     rows += [
         ("test loss", f"{result['test_loss']:.5f} ± {result['test_loss_stderr']:.5f}"),
         ("optimal loss L*", f"{result['loss_star']:.5f}"),

@@ -7,7 +7,7 @@
 - ``OptimConfig``: steps, batch, lr, lr_schedule, sampler, exact;
 - ``RunConfig``: seed, device, checkpoint_every, log_every, eval_prompts.
 
-Every field is declared once (``iclab.config.fields.setting``). The JSON form is flat, with
+Every field is declared once (``iclab.fields.setting``). The JSON form is flat, with
 the same keys as iclab 0.1's config.json (``model`` and later fields are left out while at
 their defaults), so older run folders and spec files load and keep their config hash. A run
 is reproducible bit for bit on the CPU from this object alone: covariances are stored as
@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from iclab.config.fields import REQUIRED, field_infos, from_flat, setting, to_flat, validate
 from iclab.errors import ConfigError
+from iclab.fields import REQUIRED, field_infos, from_flat, setting, to_flat, validate
 from iclab.models.base import Model
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily
@@ -45,7 +45,7 @@ class TaskConfig:
 
     d: int = setting(REQUIRED, "Input dimension d >= 1.", minimum=1, maximum=4096)
     n: int = setting(REQUIRED, "Examples per prompt n >= 1.", minimum=1, maximum=1_000_000)
-    sigma: float = setting(REQUIRED, "Label noise sigma >= 0.", minimum=0, maximum=1e4)
+    sigma: float = setting(0.0, "Label noise sigma >= 0.", minimum=0, maximum=1e4)
     cov_x: list[list[float]] | None = setting(
         None, "Sigma_x as a (d, d) .npy file (linear-gaussian only).")
     cov_w: list[list[float]] | None = setting(
@@ -152,12 +152,16 @@ class TrainConfig:
             raise ConfigError(f"unknown config keys {unknown} for model {model_name!r}; "
                               f"allowed: {sorted(known)}")
         try:
+            options = from_flat(model_class.options_class, data)
+            optim_keys = field_infos(OptimConfig)
+            suggested = {key: value for key, value in model_class.training_defaults(options)
+                         .items() if key in optim_keys}
             return cls(
-                task=from_flat(TaskConfig, data, required=("d", "n", "sigma")),
-                optim=from_flat(OptimConfig, data),
+                task=from_flat(TaskConfig, data, required=("d", "n")),
+                optim=from_flat(OptimConfig, {**suggested, **data}),
                 run=from_flat(RunConfig, data),
                 model_name=model_name,
-                model=from_flat(model_class.options_class, data),
+                model=options,
             )
         except TypeError as error:
             raise ConfigError(f"bad config: {error}") from None

@@ -44,12 +44,22 @@ class RunOutcome:
     seconds: float
 
 
+def train_run(config: dict[str, Any], run_dir: Path) -> None:
+    """Train, resume or skip the run of ``config`` (JSON form) in ``run_dir``.
+
+    The one call through which every executor trains a run: locally in the sweep folder, or
+    in a temporary folder on a Ray node. It writes the run folder (config.json first,
+    result.json atomically and last) and raises on failure.
+    """
+    from iclab.config.train import TrainConfig
+    from iclab.runs.pipeline import run_training
+
+    run_training(TrainConfig.from_json(config), Path(run_dir), progress=False)
+
+
 def execute_run(task: RunTask) -> RunOutcome:
     """Train (or resume, or skip) one run in its folder; never raises."""
     import torch
-
-    from iclab.config.train import TrainConfig
-    from iclab.runs.pipeline import run_training
 
     torch.set_num_threads(1)
     started = time.perf_counter()
@@ -57,7 +67,7 @@ def execute_run(task: RunTask) -> RunOutcome:
         Path(task.lock_path).parent.mkdir(parents=True, exist_ok=True)
         with open(task.lock_path, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            run_training(TrainConfig.from_json(task.config), Path(task.run_dir), progress=False)
+            train_run(task.config, Path(task.run_dir))
     except Exception as error:
         return RunOutcome(task.run_id, f"{type(error).__name__}: {error}",
                           time.perf_counter() - started)

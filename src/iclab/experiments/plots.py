@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from iclab.experiments.claims import theorem1_eta
+from iclab.experiments.claim_kinds import theorem1_eta
 from iclab.experiments.results import Site
 from iclab.io import atomic_write
 from iclab.theory.gaussian import eta_star_isotropic

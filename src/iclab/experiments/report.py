@@ -18,14 +18,8 @@ import numpy as np
 
 from iclab import __version__
 from iclab.experiments import plots
-from iclab.experiments.claims import (
-    BayesRisks,
-    Claim,
-    evaluate_claims,
-    gamma_target,
-    multiple_reference,
-    site_bayes,
-)
+from iclab.experiments.claim_kinds import AboveBayesClaim, gamma_target, multiple_reference
+from iclab.experiments.claims import Claim, ClaimContext, ClaimRegistry, evaluate_claims
 from iclab.experiments.results import RunRecord, sites
 from iclab.experiments.spec import ClaimSpec, Spec
 from iclab.io import atomic_write_json, atomic_write_text
@@ -77,13 +71,14 @@ def _gamma_figures(spec: Spec, group: str, claims: list[ClaimSpec],
     return figures
 
 
-def make_figures(spec: Spec, records: dict[str, RunRecord], bayes: BayesRisks,
-                 out_dir: Path) -> list[FigureFile]:
-    """Draw every figure the spec's claims call for; return them in claim order."""
+def make_figures(spec: Spec, records: dict[str, RunRecord], context: ClaimContext,
+                 out_dir: Path, registry: ClaimRegistry | None = None) -> list[FigureFile]:
+    """Draw every figure the spec's claims call for (each kind declares its figure); return
+    them in claim order."""
+    kinds = registry or ClaimRegistry()
     by_group: dict[tuple[str, str], list[ClaimSpec]] = {}
     for claim in spec.claims:
-        family = {"gamma": "gamma", "not-multiple": "gamma", "test-loss": "loss",
-                  "above-bayes": "loss", "eta": "eta"}.get(claim.kind)
+        family = kinds.get(claim.kind).figure
         if family is not None:
             by_group.setdefault((claim.group, family), []).append(claim)
     figures: list[FigureFile] = []
@@ -108,8 +103,10 @@ def make_figures(spec: Spec, records: dict[str, RunRecord], bayes: BayesRisks,
             figures += _gamma_figures(spec, group, claims, records, out_dir)
         elif axis is not None:
             risks = None
-            if any(c.kind == "above-bayes" for c in claims):
-                risks = [site_bayes(group, s, bayes)[0] for s in group_sites]
+            bayes_claim = next((c for c in claims if c.kind == "above-bayes"), None)
+            if bayes_claim is not None:
+                risks = [AboveBayesClaim().bayes(bayes_claim, s, context)[0]
+                         for s in group_sites]
             plots.loss_against_axis(group_sites, axis, risks,
                                     f"{first.section}: test loss ({group})", out_dir / name)
             figures.append(FigureFile(first.section, name,
@@ -227,9 +224,9 @@ def render_html(spec: Spec, claims: list[Claim], figures: list[FigureFile],
 def write_report(spec: Spec, records: dict[str, RunRecord], out_dir: Path) -> list[Claim]:
     """Evaluate the claims and write claims.json, the figures, report.md and report.html."""
     out_dir = Path(out_dir)
-    bayes: BayesRisks = {}
-    claims = evaluate_claims(spec, records, bayes)
-    figures = make_figures(spec, records, bayes, out_dir)
+    context = ClaimContext()
+    claims = evaluate_claims(spec, records, context.cache)
+    figures = make_figures(spec, records, context, out_dir)
     atomic_write_json(out_dir / "claims.json", [c.to_json() for c in claims])
     atomic_write_text(out_dir / "report.md", render_markdown(spec, claims, figures, records))
     atomic_write_text(out_dir / "report.html",

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from iclab.config.fields import default_of, field_infos
 from iclab.config.train import SECTIONS
 from iclab.errors import ConfigError
 from iclab.experiments.spec import Point, Spec
+from iclab.fields import default_of, field_infos
 from iclab.io import atomic_write_text, read_json
 
 RESULT = "result.json"

@@ -21,10 +21,10 @@ Schema (every key but ``groups`` is optional)::
     context_covariance = "R"          # (n+1, n+1) expression, like cov_x; never an axis
     [[claims]]                        # a verdict computed from a group's results
     section = "Theorem 1"
-    kind = "eta"                      # see CLAIM_KINDS
+    kind = "eta"                      # see iclab.experiments.claim_kinds
     group = "theorem1-sigma"
     tolerance = 0.02
-    reference = "theorem1"            # kind-specific option, see CLAIM_OPTIONS
+    reference = "theorem1"            # kind-specific option
 
 A group expands to the Cartesian product of its list-valued fields (in the order written),
 each point once per seed. Covariance expressions: absent or null (identity), a name from
@@ -45,20 +45,15 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from iclab.config.fields import field_infos
 from iclab.config.train import MODEL_KEY, TrainConfig, section_fields
 from iclab.errors import ConfigError
 from iclab.experiments.covariances import resolve_covariance
+from iclab.experiments.spec_extends import resolve_extends
+from iclab.fields import field_infos
 from iclab.models.registry import ModelRegistry
 from iclab.plugins import is_plugin_reference
 
 BUILTIN_SPECS = ("reproduce", "reproduce-quick")
-CLAIM_KINDS = ("eta", "isotropy", "gamma", "not-multiple", "test-loss", "above-bayes")
-CLAIM_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
-    "eta": {"reference": ("optimum", "theorem1")},
-    "gamma": {"target": ("optimum", "preconditioned")},
-    "not-multiple": {"of": ("identity", "inverse-cov-x")},
-}
 _SPEC_KEYS = ("name", "description", "defaults", "covariances", "sections", "groups", "claims")
 _CLAIM_KEYS = ("section", "kind", "group", "tolerance", "statement", "separation")
 _COVARIANCE_FIELDS = ("cov_x", "cov_w", "context_covariance")
@@ -201,10 +196,13 @@ def _parse_claim(raw: Any, index: int, groups: set[str], source: str) -> ClaimSp
     where = f"{source}: claims[{index}]"
     if not isinstance(raw, dict):
         raise _fail(where, "a claim must be a table")
-    kind = raw.get("kind")
-    if kind not in CLAIM_KINDS:
-        raise _fail(where, f"kind must be one of {', '.join(CLAIM_KINDS)}; got {kind!r}")
-    options = CLAIM_OPTIONS.get(kind, {})
+    from iclab.experiments.claims import ClaimRegistry  # claims import this module
+
+    kind = str(raw.get("kind"))
+    try:
+        options = ClaimRegistry().get(kind).options
+    except ConfigError as error:
+        raise _fail(where, str(error)) from None
     unknown = sorted(set(raw) - set(_CLAIM_KEYS) - set(options))
     if unknown:
         raise _fail(where, f"unknown keys {unknown} for kind {kind}")
@@ -274,21 +272,43 @@ def _parse_text(text: str, source: str, suffix: str) -> Any:
             from None
 
 
-def load_spec(path: str | Path) -> Spec:
-    """Load and validate a spec file (.toml or .json)."""
-    path = Path(path)
+def _read_file(path: Path) -> Any:
     if path.suffix not in (".toml", ".json"):
         raise ConfigError(f"{path}: a spec must be a .toml or .json file")
     try:
         text = path.read_text()
     except OSError as error:
         raise ConfigError(f"{path}: cannot read spec ({error.strerror})") from None
-    return parse_spec(_parse_text(text, str(path), path.suffix), str(path))
+    return _parse_text(text, str(path), path.suffix)
+
+
+def _read_builtin(name: str) -> Any:
+    text = resources.files("iclab.experiments").joinpath(f"specs/{name}.toml").read_text()
+    return _parse_text(text, f"{name}.toml", ".toml")
+
+
+def _read_base(reference: str, source: str) -> tuple[Any, str]:
+    """The spec ``reference`` names: a file beside ``source``, else a built-in spec."""
+    beside = Path(source).parent / reference
+    if beside.is_file():
+        return _read_file(beside), str(beside)
+    name = Path(reference).stem
+    if reference in (f"{name}.toml", name) and name in BUILTIN_SPECS:
+        return _read_builtin(name), f"{name}.toml"
+    raise ConfigError(f"{source}: extends {reference!r}: no such spec beside it, and no "
+                      f"built-in spec of that name ({', '.join(BUILTIN_SPECS)})")
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Load and validate a spec file (.toml or .json), resolving ``extends``."""
+    path = Path(path)
+    data = resolve_extends(_read_file(path), str(path), _read_base)
+    return parse_spec(data, str(path))
 
 
 def builtin_spec(name: str) -> Spec:
     """One of the specs shipped with iclab (BUILTIN_SPECS)."""
     if name not in BUILTIN_SPECS:
         raise ConfigError(f"unknown built-in spec {name!r}; allowed: {', '.join(BUILTIN_SPECS)}")
-    text = resources.files("iclab.experiments").joinpath(f"specs/{name}.toml").read_text()
-    return parse_spec(_parse_text(text, f"{name}.toml", ".toml"), f"{name}.toml")
+    data = resolve_extends(_read_builtin(name), f"{name}.toml", _read_base)
+    return parse_spec(data, f"{name}.toml")

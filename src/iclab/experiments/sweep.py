@@ -8,6 +8,7 @@ checkpoint and ends with the same results as an uninterrupted one.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tqdm import tqdm
@@ -33,16 +34,20 @@ def estimated_cost(config: TrainConfig) -> float:
             + 0.5 * config.run.eval_prompts * (n + 1))
 
 
-def make_executor(name: str, workers: int | None = None, address: str | None = None) -> Executor:
-    """The executor called ``name`` ("local" or "ray")."""
+def make_executor(name: str, workers: int | None = None, address: str | None = None,
+                  storage: str | None = None, connect_timeout: float | None = None) -> Executor:
+    """The executor called ``name`` ("local" or "ray"); ``address``, ``storage`` and
+    ``connect_timeout`` apply to Ray only (see ``iclab.experiments.ray_executor``)."""
     if name == "local":
-        if address is not None:
-            raise ConfigError("--address applies only to --executor ray")
+        for option, value in (("--address", address), ("--storage", storage),
+                              ("--connect-timeout", connect_timeout)):
+            if value is not None:
+                raise ConfigError(f"{option} applies only to --executor ray")
         return LocalExecutor(workers)
     if name == "ray":
         from iclab.experiments.ray_executor import RayExecutor
 
-        return RayExecutor(address, workers)
+        return RayExecutor(address, workers, storage, connect_timeout)
     raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}; got {name!r}")
 
 
@@ -50,6 +55,28 @@ def _task(point: Point, out_dir: Path) -> RunTask:
     return RunTask(run_id=point.run_id, config=point.config.to_json(),
                    run_dir=str(run_dir(out_dir, point.run_id)),
                    lock_path=str(out_dir / "runs" / ".locks" / f"{point.run_id}.lock"))
+
+
+def failure_message(failures: list[RunOutcome], total: int, shown: int = 5) -> str:
+    """One line: how many runs failed, which (the first ``shown``), the first error, and that
+    running again retries them (finished runs are kept)."""
+    names = ", ".join(f.run_id for f in failures[:shown])
+    more = f" and {len(failures) - shown} more" if len(failures) > shown else ""
+    return (f"{len(failures)} of {total} runs failed ({names}{more}; first error: "
+            f"{failures[0].error}); run the same command again to retry them, finished runs "
+            "are kept")
+
+
+def _check_writable(out_dir: Path) -> None:
+    """ConfigError unless ``out_dir`` is a folder, or can be created, and can be written."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"{out_dir} exists and is not a folder")
+    existing = out_dir.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot write the sweep folder {out_dir}: {existing} is not a "
+                          "writable folder")
 
 
 def run_sweep(
@@ -60,9 +87,7 @@ def run_sweep(
     Raises SweepError when a run fails (the others still finish; run again to retry).
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"{out_dir} exists and is not a folder")
-    (out_dir / "runs").mkdir(parents=True, exist_ok=True)
+    _check_writable(out_dir)  # created as runs finish: a sweep that cannot start leaves none
     points = spec.points()
     pending = [p for p in points if not is_finished(out_dir, p.run_id)]
     pending.sort(key=lambda p: -estimated_cost(p.config))  # longest first: a shorter sweep
@@ -81,9 +106,7 @@ def run_sweep(
     finally:
         bar.close()
     if failures:
-        first = failures[0]
-        raise SweepError(f"{len(failures)} of {len(points)} runs failed (first: run "
-                         f"{first.run_id}: {first.error}); run the same command again to retry")
+        raise SweepError(failure_message(failures, len(points)))
     records = load_records(spec, out_dir)
     write_tables(records, out_dir)
     return records

@@ -6,7 +6,7 @@ A model is a ``torch.nn.Module`` subclass of ``Model`` that maps prompts to pred
 
 is built by the seeded constructor ``create(d, options, generator, dtype)`` from a typed
 options object (a frozen dataclass whose fields are declared with
-``iclab.config.fields.setting``: they become ``iclab train`` options, spec keys and CSV
+``iclab.fields.setting``: they become ``iclab train`` options, spec keys and CSV
 columns), and declares what else it can do, like ``torch.distributions`` declares
 ``has_rsample``; callers ask, never assume:
 
@@ -57,6 +57,13 @@ class Model(nn.Module):
         """A freshly initialised model for inputs of dimension d (weights drawn from
         ``generator``)."""
         raise NotImplementedError(f"model {cls.name} does not define create()")
+
+    @classmethod
+    def training_defaults(cls, options: Any) -> dict[str, Any]:
+        """Optimiser settings (``iclab.config.train.OptimConfig`` keys: steps, batch, lr, ...)
+        that suit this model better than the global defaults; a user's explicit setting
+        always wins. Empty by default."""
+        return {}
 
     def forward(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
         """X: (B, n, d), y: (B, n), x_q: (B, d) -> yhat: (B,)."""

@@ -23,8 +23,8 @@ import torch
 from torch import nn
 
 from iclab.batches import GaussianStatistics
-from iclab.config.fields import setting
 from iclab.errors import ConfigError
+from iclab.fields import setting
 from iclab.models.base import Model
 from iclab.models.lsa_prompts import prompts_prediction
 from iclab.models.lsa_statistics import statistics_prediction
@@ -191,7 +191,7 @@ class LinearSelfAttention(Model):
             M64 = M.detach().to("cpu", torch.float64).numpy()
         if self.options.normalise:
             M64 = M64 / n
-        return LinearReadout(np.array(u64), np.array(M64))
+        return LinearReadout(np.array(u64), np.array(M64), not self.options.attend_query)
 
     def exact_loss(self, task: Any) -> torch.Tensor:
         """The exact population loss on a Gaussian family: float64 scalar, differentiable."""

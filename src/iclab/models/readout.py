@@ -21,10 +21,16 @@ import numpy as np
 
 @dataclass(frozen=True)
 class LinearReadout:
-    """u: (d+1,), M: (d+1, d), float64, in the convention yhat = u^T Z M x_q (+ nuisance)."""
+    """u: (d+1,), M: (d+1, d), float64, in the convention yhat = u^T Z M x_q (+ nuisance).
+
+    complete: the model's prediction is exactly u^T Z M x_q (False when it adds terms the
+    read-out does not hold, such as the LSA's attend-to-query term): only then is the exact
+    population loss of (u, M) the model's loss.
+    """
 
     u: np.ndarray
     M: np.ndarray
+    complete: bool = True
 
     @classmethod
     def from_gamma(cls, gamma: np.ndarray) -> LinearReadout:

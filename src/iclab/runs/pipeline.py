@@ -39,7 +39,7 @@ def run_training(
     started = time.perf_counter()
     trained = fit(config, task, path, progress)
     result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed)
-    result.update(judge(result))
+    result.update(judge(result, linear=trained.model.has_readout))
     result["wall_seconds"] = time.perf_counter() - started
     result["sampler"] = trained.sampler
     atomic_write_text(path / RESULT, dump_result(result))

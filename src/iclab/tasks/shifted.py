@@ -1,0 +1,181 @@
+"""Gaussian test laws that differ from the training law: distribution shift at test time.
+
+A ``GaussianTestLaw`` is a linear Gaussian law whose parts may all differ from the training
+law (the theory docs (docs/theory.md), section 8):
+
+    x_i ~ N(0, cov_x)  (the n context covariates),   x_q ~ N(0, cov_q)  (the query),
+    w ~ N(w_mean, cov_w),   y = w^T x + sigma eps,   eps ~ N(0, 1).
+
+``shifted_law(base, kind, value)`` applies one shift of a given size to a training law
+``LinearGaussian`` (Sigma_x, Sigma_w, sigma, n):
+
+| kind          | test law                                                          | value       |
+| ------------- | ----------------------------------------------------------------- | ----------- |
+| ``n``         | n' = value context examples                                       | integer >= 1 |
+| ``sigma``     | noise sigma' = value                                              | finite >= 0 |
+| ``x-scale``   | x_i, x_q ~ N(0, c^2 Sigma_x), c = value (the covariate shift)     | finite > 0  |
+| ``query-scale`` | only x_q ~ N(0, c^2 Sigma_x)                                    | finite > 0  |
+| ``w-scale``   | w ~ N(0, c^2 Sigma_w)                                             | finite > 0  |
+| ``w-mean``    | w ~ N(m 1 / sqrt(d), Sigma_w), m = value (a task law off centre)  | finite      |
+
+Value 1 of a scale (0 of ``w-mean``, the training n or sigma) gives back the training law.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from iclab.errors import ConfigError
+from iclab.tasks.base import Prompts, check_scalars
+from iclab.tasks.covariance import validate_covariance
+from iclab.tasks.linear_gaussian import LinearGaussian
+
+SHIFT_KINDS = ("n", "sigma", "x-scale", "query-scale", "w-scale", "w-mean")
+SCALE_KINDS = ("x-scale", "query-scale", "w-scale")
+_ALLOWED = {
+    "n": "an integer >= 1",
+    "sigma": "a finite number >= 0",
+    "x-scale": "a finite number > 0",
+    "query-scale": "a finite number > 0",
+    "w-scale": "a finite number > 0",
+    "w-mean": "a finite number",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianTestLaw:
+    """A linear Gaussian test law with separate context, query and task laws.
+
+    d >= 1, n >= 1, sigma >= 0; cov_x (context covariates), cov_q (query), cov_w (task): (d, d)
+    positive definite; w_mean: (d,) finite. Stored as float64 numpy arrays.
+    """
+
+    d: int
+    n: int
+    sigma: float
+    cov_x: np.ndarray
+    cov_q: np.ndarray
+    cov_w: np.ndarray
+    w_mean: np.ndarray
+
+    def __post_init__(self) -> None:
+        check_scalars(self.d, self.n, self.sigma)
+        object.__setattr__(self, "sigma", float(self.sigma))
+        for name in ("cov_x", "cov_q", "cov_w"):
+            object.__setattr__(self, name, validate_covariance(getattr(self, name), self.d, name))
+        mean = np.asarray(self.w_mean)
+        if mean.dtype.kind not in "biuf" or mean.shape != (self.d,):
+            raise ConfigError(f"w_mean must be a real vector of shape ({self.d},), "
+                              f"got shape {mean.shape} and dtype {mean.dtype}")
+        if not np.all(np.isfinite(mean)):
+            raise ConfigError("w_mean must have finite entries")
+        object.__setattr__(self, "w_mean", mean.astype(np.float64))
+
+    @classmethod
+    def from_task(cls, task: LinearGaussian) -> GaussianTestLaw:
+        """The training law of ``task`` itself (query law = context law, w centred)."""
+        return cls(task.d, task.n, float(task.sigma), task.sigma_x, task.sigma_x, task.sigma_w,
+                   np.zeros(task.d))
+
+    def sample_prompts(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> Prompts:
+        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,).
+
+        The standard normals are drawn in the same order and shapes as
+        ``LinearGaussian.sample_prompts``, so the training law drawn from the same generator
+        gives the same prompts up to rounding.
+        """
+        device = generator.device
+        d, n = self.d, self.n
+        raw = torch.randn(batch, n + 1, d + 1, generator=generator, dtype=dtype, device=device)
+        z_w = torch.randn(batch, d, generator=generator, dtype=dtype, device=device)
+
+        def factor(cov: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(np.linalg.cholesky(cov), dtype=dtype, device=device)
+
+        X = raw[:, :n, :d] @ factor(self.cov_x).T                       # (B, n, d)
+        x_q = raw[:, n, :d] @ factor(self.cov_q).T                      # (B, d)
+        mean = torch.as_tensor(self.w_mean, dtype=dtype, device=device)
+        w = z_w @ factor(self.cov_w).T + mean                           # (B, d)
+        noise = raw[..., d]                                             # (B, n+1)
+        y = torch.einsum("bnd,bd->bn", X, w) + self.sigma * noise[:, :n]
+        y_q = (x_q * w).sum(-1) + self.sigma * noise[:, n]
+        return Prompts(X=X.contiguous(), y=y.contiguous(), x_q=x_q.contiguous(),
+                       y_q=y_q.contiguous())
+
+
+def check_kind(kind: str) -> str:
+    """Return ``kind`` if it is a shift kind; otherwise raise ConfigError naming the allowed."""
+    if not isinstance(kind, str) or kind not in SHIFT_KINDS:
+        raise ConfigError(f"unknown shift kind {kind!r}; allowed: {', '.join(SHIFT_KINDS)}")
+    return kind
+
+
+def check_value(kind: str, value: float) -> float | int:
+    """The value as the kind uses it (an int for ``n``); ConfigError if it is not allowed."""
+    check_kind(kind)
+    bad = ConfigError(f"--kind {kind}: value {value!r} is not allowed; it must be "
+                      f"{_ALLOWED[kind]}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise bad
+    if kind == "n":
+        if not float(value).is_integer() or value < 1:
+            raise bad
+        return int(value)
+    if (kind == "sigma" and value < 0) or (kind in SCALE_KINDS and value <= 0):
+        raise bad
+    return float(value)
+
+
+def parse_values(kind: str, text: str) -> list[float]:
+    """Parse a comma-separated list of values for ``kind`` ("0.5,1,2"); each one checked.
+
+    Raises ConfigError (one line naming the bad entry) on an empty list, a non-number, a value
+    the kind does not allow, or a repeated value.
+    """
+    check_kind(kind)
+    parts = [part.strip() for part in str(text).split(",")]
+    if not parts or any(part == "" for part in parts):
+        raise ConfigError(f"--values must be a comma-separated list of numbers, got {text!r}")
+    values: list[float] = []
+    for part in parts:
+        try:
+            number = float(part)
+        except ValueError:
+            raise ConfigError(f"--values: {part!r} is not a number; --kind {kind} takes "
+                              f"{_ALLOWED[kind]}") from None
+        values.append(float(check_value(kind, number)))
+    if len(set(values)) != len(values):
+        raise ConfigError(f"--values: {text!r} repeats a value")
+    return values
+
+
+def shifted_law(base: LinearGaussian, kind: str, value: float) -> GaussianTestLaw:
+    """The training law of ``base`` with one shift of size ``value`` (table in the docstring)."""
+    checked = check_value(kind, value)
+    law = GaussianTestLaw.from_task(base)
+    d, n, sigma = law.d, law.n, law.sigma
+    cov_x, cov_q, cov_w, mean = law.cov_x, law.cov_q, law.cov_w, law.w_mean
+    square = float(checked) * float(checked)     # inf, not OverflowError, past float64
+    if kind == "n":
+        n = int(checked)
+    elif kind == "sigma":
+        sigma = float(checked)
+    elif kind == "x-scale":
+        cov_x, cov_q = square * cov_x, square * cov_q
+    elif kind == "query-scale":
+        cov_q = square * cov_q
+    elif kind == "w-scale":
+        cov_w = square * cov_w
+    else:  # w-mean
+        mean = np.full(d, float(checked) / math.sqrt(d))
+    try:
+        return GaussianTestLaw(d, n, sigma, cov_x, cov_q, cov_w, mean)
+    except ConfigError:  # a scale so extreme that c^2 Sigma under- or overflows float64
+        raise ConfigError(f"--kind {kind}: value {value!r} is too extreme: the shifted "
+                          f"covariance is not finite and positive definite in float64") from None
