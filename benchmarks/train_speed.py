@@ -18,7 +18,9 @@ Times, in one process and interleaved:
 
 ``--family`` (a built-in family) and ``--x-law`` (the linear family's covariate law) choose
 the task; iclab then trains on whole prompts (its sampler is asked of the family), the plain
-loop draws the same law.
+loop draws the same law, and a third runner times drawing the prompts' random numbers alone
+(``draws_step``): no whole-prompt step that draws them from torch's generator can beat the
+plain loop by more than the ratio of the two (``speedup_bound``).
 
 Each timing is the median over ``--steps`` x ``--repeats`` steps after ``--warmup`` steps; the
 runners take turns every ten steps, so that a change in the machine's load hits all of them
@@ -109,6 +111,27 @@ def plain_prompts(d: int, n: int, batch: int, sigma: float, family: str,
     return linear
 
 
+def draws_step(d: int, n: int, batch: int, sigma: float, family: str = "linear-gaussian",
+               x_law: str = "gaussian") -> Step:
+    """Only the random numbers a batch of whole prompts needs: the n + 1 inputs (the law's
+    coordinates), the noise, and the task's own draw (w, or relu's direction u; another
+    family's ``draw_values``, its arithmetic included). Any whole-prompt sampler drawing these
+    numbers from torch's generator pays at least this."""
+    generator = torch.Generator().manual_seed(0)
+    law = parse_law(x_law)
+    task: Any = FamilyRegistry().make_family(family, d, n, sigma) \
+        if family not in ("linear-gaussian", "relu") else None
+
+    def step(_: int) -> object:
+        inputs = law.sample_standard((batch, n + 1, d), generator)
+        noise = torch.randn(batch, n + 1, generator=generator)
+        if task is None:
+            return inputs, noise, torch.randn(batch, d, generator=generator)
+        return inputs, noise, task.draw_values(inputs, generator)
+
+    return step
+
+
 def plain_step(d: int, n: int, batch: int, sigma: float, family: str = "linear-gaussian",
                x_law: str = "gaussian") -> Step:
     """A plain eager loop: whole prompts (``plain_prompts``), Gram-free forward, Adam."""
@@ -197,9 +220,13 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     if args.ratio_n is not None:
         runners["iclab_ratio_n"] = (iclab_step(d, args.ratio_n, batch, sigma, total, **task),
                                     threads)
+    whole_prompts = args.family != "linear-gaussian" or args.x_law != "gaussian"
+    if whole_prompts:
+        runners["draws"] = (draws_step(d, n, batch, sigma, **task), 1)
     before = machine()
     medians = measure(runners, args.steps, args.warmup, args.repeats)
-    plain_best = min(value for name, value in medians.items() if name.startswith("plain"))
+    plain_best = min(value for name, value in medians.items()
+                     if name in ("plain", "plain_1_thread"))
     result: dict[str, Any] = {
         "d": d, "n": n, "batch": batch, "sigma": sigma, **task, "steps": args.steps,
         "repeats": args.repeats,
@@ -215,6 +242,9 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
         result["ratio_n"] = args.ratio_n
         result["ratio_n_median_step_seconds"] = medians["iclab_ratio_n"]
         result["ratio_n_time_ratio"] = medians["iclab_ratio_n"] / medians["iclab"]
+    if whole_prompts:
+        result["plain_draws_median_step_seconds"] = medians["draws"]
+        result["speedup_bound"] = plain_best / medians["draws"]
     return result
 
 
@@ -231,6 +261,10 @@ def report(result: dict[str, Any]) -> str:
         f"  plain loop, 1 thread  {ms * result['plain_1_thread_median_step_seconds']:8.3f} ms",
         f"  speed-up vs the faster plain loop: {result['speedup']:.1f}x",
     ]
+    if "plain_draws_median_step_seconds" in result:
+        draws = ms * result["plain_draws_median_step_seconds"]
+        lines.append(f"  random numbers only   {draws:8.3f} ms  (a whole-prompt step drawing "
+                     f"them can be at most {result['speedup_bound']:.1f}x faster)")
     if "ratio_n" in result:
         lines.append(f"  iclab step at n={result['ratio_n']}  "
                      f"{ms * result['ratio_n_median_step_seconds']:8.3f} ms"

@@ -22,7 +22,8 @@ from iclab.models.registry import ModelRegistry
 from iclab.plugins import load_plugin
 from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
-from iclab.tasks.registry import FamilyRegistry
+from iclab.tasks.linear_law import linear_family
+from iclab.tasks.registry import FamilyEntry, FamilyRegistry
 from iclab.training.objective import make_objective
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "custom_model.py")
@@ -45,6 +46,11 @@ def models() -> ModelRegistry:
 def families() -> FamilyRegistry:
     registry = FamilyRegistry()
     registry.register_family("cubic", cubic, rotation_invariant=True, sign_symmetric=True)
+    # the linear family's parts that train on whole prompts: a covariate law, AR(1) contexts
+    for name, parameters in (("linear-laplace", {"x_law": "laplace"}),
+                             ("linear-ar1", {"context_correlation": 0.5})):
+        registry.register(FamilyEntry(
+            name, lambda d, n, sigma, p=parameters: linear_family(d, n, sigma, **p), name))
     return registry
 
 

@@ -42,6 +42,11 @@ class TaskFamily(Protocol):
       the optimum is one step of plain GD (docs/theory.md section 5);
     - ``sign_symmetric``: the law is invariant under (f, noise) -> (-f, -noise), so the optimal
       one-layer LSA has no nuisance term (docs/theory.md section 3).
+
+    Optional, asked with ``getattr``: ``covariate_law`` (not None for a linear task whose
+    covariates have another law or correlated positions; the family then also has
+    ``sigma_x``, ``sigma_w``, ``correlated`` and ``position_covariance``, and its optimum is
+    ``iclab.theory.covariate_optimum``'s, docs/theory.md sections 11 and 12).
     """
 
     @property
