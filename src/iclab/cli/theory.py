@@ -14,6 +14,7 @@ from iclab.tasks.base import check_scalars
 from iclab.tasks.covariance import load_covariance
 from iclab.tasks.registry import Family, make_family
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
+from iclab.theory.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
 from iclab.theory.rotation_invariant import DEFAULT_PRECISION
 
 
@@ -45,6 +46,18 @@ def format_optimum(family: str, task: Family, optimum: FamilyOptimum) -> str:
     return "\n".join(lines)
 
 
+def format_steps(steps: MultiStepOptimum) -> str:
+    """The optimal L-step GD in a few lines."""
+    stderr = "" if steps.method == EXACT else f" ± {steps.loss_stderr:.2g}"
+    return "\n".join([
+        f"optimal {steps.layers}-step GD ({steps.method}): steps "
+        + ", ".join(f"{eta:.6g}" for eta in steps.etas),
+        f"  its loss {steps.loss:.6g}{stderr}; Krylov bound (best degree-{steps.layers - 1} "
+        f"polynomial) {steps.krylov_loss:.6g}" + (" (attained)" if steps.krylov_attained
+                                                  else ""),
+    ])
+
+
 @click.command("theory")
 @click.option("--d", "d", type=int, required=True, help="Input dimension d >= 1.")
 @click.option("--n", "n", type=int, required=True, help="Examples per prompt n >= 1.")
@@ -63,12 +76,15 @@ def format_optimum(family: str, task: Family, optimum: FamilyOptimum) -> str:
               help="Monte Carlo: stop once stderr(eta) <= PRECISION * eta.")
 @click.option("--bayes-prompts", type=int, default=20_000, show_default=True,
               help="Prompts for the Monte Carlo Bayes risk (linear Gaussian families).")
+@click.option("--layers", type=int, default=None,
+              help="Also the optimal L-step gradient descent (steps, loss, Krylov bound), "
+                   f"L from 1 to {MAX_LAYERS}.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def theory_command(
     d: int, n: int, sigma: float, cov_x: str | None, cov_w: str | None, family: str,
-    width: int | None, monte_carlo: bool, precision: float, bayes_prompts: int, seed: int,
-    as_json: bool,
+    width: int | None, monte_carlo: bool, precision: float, bayes_prompts: int,
+    layers: int | None, seed: int, as_json: bool,
 ) -> None:
     """The optimal one-layer LSA for a task family: Gamma*, eta*, its loss and the Bayes risk.
 
@@ -77,6 +93,8 @@ def theory_command(
     (standard errors of the Monte Carlo values, null for closed forms), and the inputs.
     """
     check_scalars(d, n, sigma)
+    if layers is not None and not 1 <= layers <= MAX_LAYERS:
+        raise ConfigError(f"--layers must be an integer from 1 to {MAX_LAYERS}, got {layers}")
     if bayes_prompts < 2:
         raise ConfigError(f"--bayes-prompts must be an integer >= 2, got {bayes_prompts}")
     if not (math.isfinite(precision) and precision > 0):
@@ -89,8 +107,12 @@ def theory_command(
     task = make_family(family, d, n, sigma, width, sigma_x, sigma_w)
     optimum = family_optimum(task, monte_carlo=monte_carlo, precision=precision, seed=seed,
                              bayes=True, bayes_prompts=bayes_prompts)
+    steps = None if layers is None else multistep_optimum(task, layers, seed=seed,
+                                                          monte_carlo=monte_carlo)
     if not as_json:
         click.echo(format_optimum(family, task, optimum))
+        if steps is not None:
+            click.echo(format_steps(steps))
         return
     record: dict[str, Any] = {"family": family, "d": d, "n": n, "sigma": sigma}
     if family == "two-layer-relu":
@@ -99,4 +121,6 @@ def theory_command(
         record["cov_x"] = None if sigma_x is None else np.asarray(sigma_x).tolist()
         record["cov_w"] = None if sigma_w is None else np.asarray(sigma_w).tolist()
     record.update(optimum.to_json())
+    if steps is not None:
+        record.update(steps.to_json())
     click.echo(json.dumps(record))
