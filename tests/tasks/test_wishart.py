@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -14,9 +15,16 @@ from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask
 from iclab.tasks.wishart import sample_z_statistics, wishart_factor
+from iclab.training.loop import intra_op_threads
 from tests.helpers import random_spd
 
 F64 = torch.float64
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """Small tensors: one intra-op thread is faster, and robust when the cores are busy."""
+    with intra_op_threads(1):
+        yield
 
 
 def task(n: int, sigma: float = 0.5, d: int = 2) -> LinearGaussian:
@@ -136,3 +144,86 @@ def test_bad_inputs_are_refused() -> None:
     for batch in (0, -1, True, 2.0):
         with pytest.raises(ConfigError, match=r"^batch must be an integer >= 1"):
             sample_z_statistics(task(3), batch, make_generator(0, "x"))  # type: ignore[arg-type]
+
+
+def mean_gradient(
+    model: DeepLinearSelfAttention, family: LinearGaussian, on_z: bool, batches: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and standard error over ``batches`` batches of the loss gradient (all weights
+    flattened), on the Z path or on whole prompts."""
+    grads = []
+    for index in range(batches):
+        generator = make_generator(index, "test-grad-z" if on_z else "test-grad-prompts")
+        if on_z:
+            stats = sample_z_statistics(family, 2000, generator, F64)
+            yhat, y_q = model.forward_statistics(stats.Z, stats.x_q, family.n), stats.y_q
+        else:
+            prompts = family.sample_prompts(2000, generator, F64)
+            yhat, y_q = model(prompts.X, prompts.y, prompts.x_q), prompts.y_q
+        loss = (yhat - y_q).square().mean()
+        grads.append(torch.cat([g.reshape(-1) for g in
+                                torch.autograd.grad(loss, list(model.parameters()))]))
+    return mean_and_se(torch.stack(grads))
+
+
+@pytest.mark.parametrize("parameterisation", ["full", "sparse"])
+def test_training_gradients_have_the_same_mean_on_both_paths(parameterisation: str) -> None:
+    """What a training step uses: the expected loss gradient agrees between the Z sampler and
+    whole prompts, at a noisy GD start (every weight outside the x-y coupling blocks
+    perturbed, so that many gradient entries stand well above their noise)."""
+    family = task(6, d=2)
+    model = DeepLinearSelfAttention(DeepLSAOptions(2, 2, parameterisation),
+                                    make_generator(0, "test-grad"), 0.2, F64)
+    with torch.no_grad():
+        for weight in model.parameters():
+            noise = 0.05 * torch.randn(weight.shape, generator=make_generator(1, "w"), dtype=F64)
+            if parameterisation == "full":
+                noise[:, :2, 2] = noise[:, 2, :2] = 0.0
+            weight.add_(noise)
+    on_z = mean_gradient(model, family, True, 20)
+    on_prompts = mean_gradient(model, family, False, 20)
+    assert int((on_z[0].abs() > 3 * on_z[1]).sum()) >= 8
+    assert_within(on_z, on_prompts)
+
+
+def train(
+    family: LinearGaussian, layers: int, parameterisation: str, on_z: bool, steps: int
+) -> DeepLinearSelfAttention:
+    """Adam on fresh batches, cosine learning rate, gradient norm clipped at 1."""
+    model = DeepLinearSelfAttention(DeepLSAOptions(family.d, layers, parameterisation),
+                                    make_generator(0, "init"), 0.1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.005)
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = 0.005 * 0.5 * (1 + math.cos(math.pi * step / steps))
+        generator = make_generator(0, "train-z" if on_z else "train-prompts", step)
+        if on_z:
+            stats = sample_z_statistics(family, 4096, generator)
+            loss = (model.forward_statistics(stats.Z, stats.x_q, family.n) - stats.y_q)
+        else:
+            prompts = family.sample_prompts(4096, generator)
+            loss = model(prompts.X, prompts.y, prompts.x_q) - prompts.y_q
+        optimizer.zero_grad()
+        loss.square().mean().backward()  # type: ignore[no-untyped-call]
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    return model
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("layers", "parameterisation"), [(2, "sparse"), (2, "full")])
+def test_training_on_z_reaches_the_loss_of_training_on_prompts(
+    layers: int, parameterisation: str
+) -> None:
+    family = LinearGaussian(3, 10, 0.5)
+    models = [train(family, layers, parameterisation, on_z, 500) for on_z in (True, False)]
+    prompts = family.sample_prompts(200_000, make_generator(0, "test-eval")).to(F64)
+    losses = []
+    for model in models:
+        model.double()
+        with torch.no_grad():
+            losses.append((model(prompts.X, prompts.y, prompts.x_q) - prompts.y_q).square())
+    difference = mean_and_se((losses[0] - losses[1])[:, None])
+    level = float(losses[1].mean())
+    assert abs(float(difference[0][0])) <= 4 * float(difference[1][0]) + 0.005 * level
+    assert level < 0.9 * float(mean_and_se(prompts.y_q.square()[:, None])[0][0])

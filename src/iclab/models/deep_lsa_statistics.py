@@ -29,13 +29,19 @@ Tensor = torch.Tensor
 
 
 def _mv(A: Tensor, x: Tensor) -> Tensor:
-    """A x per prompt: A (p, p, B), x (p, B) -> (p, B)."""
-    return (A * x[None]).sum(1)
+    """A x per prompt: A (p, p, B), x (p, B) -> (p, B), without a (p, p, B) temporary."""
+    out = A[:, 0] * x[0]
+    for j in range(1, A.shape[1]):
+        out.addcmul_(A[:, j], x[j])
+    return out
 
 
 def _mv_t(A: Tensor, x: Tensor) -> Tensor:
-    """A^T x per prompt: A (p, p, B), x (p, B) -> (p, B)."""
-    return (A * x[:, None]).sum(0)
+    """A^T x per prompt: A (p, p, B), x (p, B) -> (p, B), without a (p, p, B) temporary."""
+    out = A[0] * x[0]
+    for j in range(1, A.shape[0]):
+        out.addcmul_(A[j], x[j])
+    return out
 
 
 def _outer(a: Tensor, b: Tensor) -> Tensor:
@@ -88,7 +94,7 @@ class _DeepStatisticsPrediction(torch.autograd.Function):
         G, v, T = Z, e_q, None
         saved: list[tuple[Tensor, ...]] = []
         for layer in range(layers - 1):
-            T = _left(P[layer], _right(G, Q[layer])).div_(n)
+            T = _left(P[layer] / n, _right(G, Q[layer]))
             T.diagonal(0, 0, 1).add_(1.0)                       # I + P G Q / n
             v_next = _mv(T, v)
             if layer < layers - 2:
@@ -132,29 +138,28 @@ class _DeepStatisticsPrediction(torch.autograd.Function):
             T = saved[-1][1]
             dr = _mv(T, da)
             dP[-1, p - 1] = T.reshape(p, -1) @ db.reshape(-1)
-            dT_final = _outer(r, da).add_(_outer(P[-1, p - 1][:, None].expand_as(db), db))
-            dG_final = _outer(b, a * dc)
         dQ[-1] = dr @ v.T
         dv += Q[-1].T @ dr
         dG_next: Tensor | None = None                           # d loss / d G_(layer+1)
         for layer in range(layers - 2, -1, -1):
             G_l, T, v_in = saved[layer][:3]
-            dT = _outer(dv, v_in)
-            if layer == layers - 2:
-                dT += dT_final
+            dT = _outer(dv, v_in)                               # from v_(l+1) = T v_l
+            if layer == layers - 2:                             # from a = T^T r, b = T^T p_L
+                dT.addcmul_(r[:, None], da[None])
+                dT.addcmul_(P[-1, p - 1][:, None, None], db[None])
             if dG_next is not None:
                 S = dG_next + dG_next.transpose(0, 1)           # 2 sym(dG_(layer+1))
                 dT += _mm(S, saved[layer][3])                   # 2 sym(dG) T G
             dv = _mv_t(T, dv)
-            dT_Qt = _right(dT, Q[layer].T)                      # dT Q^T
-            dP[layer] = dT_Qt.reshape(p, -1) @ G_l.reshape(p, -1).T / n
-            Pt_dT = _left(P[layer].T, dT)                       # P^T dT
-            dQ[layer] = torch.bmm(G_l, Pt_dT.transpose(1, 2)).sum(0) / n  # G P^T dT
+            dT_Qt = _right(dT, Q[layer].T / n)                  # dT Q^T / n
+            dP[layer] = dT_Qt.reshape(p, -1) @ G_l.reshape(p, -1).T
+            Pt_dT = _left(P[layer].T / n, dT)                   # P^T dT / n
+            dQ[layer] = torch.bmm(G_l, Pt_dT.transpose(1, 2)).sum(0)   # G P^T dT / n
             if layer == 0:
                 break
-            dG = _left(P[layer].T, dT_Qt).div_(n)               # P^T dT Q^T / n
-            if layer == layers - 2:
-                dG += dG_final
+            dG = _left(P[layer].T, dT_Qt)                       # P^T dT Q^T / n
+            if layer == layers - 2:                             # from c = b^T G a
+                dG.addcmul_(b[:, None], (a * dc)[None])
             if dG_next is not None:
                 dG += _mm_tn(T, _mm(S, T)).mul_(0.5)           # T^T sym(dG) T
             dG_next = dG
