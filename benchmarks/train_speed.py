@@ -108,7 +108,7 @@ def deep_iclab_step(
     def step(index: int) -> object:
         optimizer.param_groups[0]["lr"] = DEEP_LR * 0.5 * (1 + math.cos(math.pi * index / steps))
         stats = sample_z_statistics(task, batch, make_generator(0, "train", index))
-        loss = (model.forward_statistics(stats.Z, stats.x_q, stats.n) - stats.y_q).square().mean()
+        loss = (model.forward_z(stats.Z, stats.x_q, stats.n) - stats.y_q).square().mean()
         optimizer.zero_grad()
         loss.backward()  # type: ignore[no-untyped-call]
         optimizer.step()

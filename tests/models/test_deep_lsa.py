@@ -91,7 +91,7 @@ def test_forward_statistics_equals_forward(
     model = deep_model(2, layers, parameterisation, looped, seed=n)
     batch = prompts(2, n, batch=64, seed=n)
     expected = model(batch.X, batch.y, batch.x_q)
-    got = model.forward_statistics(gram(batch.X, batch.y), batch.x_q, n)
+    got = model.forward_z(gram(batch.X, batch.y), batch.x_q, n)
     torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-10)
 
 
@@ -107,7 +107,7 @@ def test_constructed_sparse_weights_run_preconditioned_gd(
     model = sparse_gd_model(A)
     torch.testing.assert_close(model(batch.X, batch.y, batch.x_q), expected)
     torch.testing.assert_close(
-        model.forward_statistics(gram(batch.X, batch.y), batch.x_q, n), expected)
+        model.forward_z(gram(batch.X, batch.y), batch.x_q, n), expected)
     torch.testing.assert_close(model.layer_preconditioners().detach(), A)
 
 
@@ -156,8 +156,8 @@ def test_looped_model_is_the_unlooped_model_with_repeated_weights() -> None:
     assert sum(p.numel() for p in looped.parameters()) == 2 * 9
     batch = prompts(2, 5, batch=32, seed=3)
     Z = gram(batch.X, batch.y)
-    loss_looped = looped.forward_statistics(Z, batch.x_q, 5).square().mean()
-    loss_unlooped = unlooped.forward_statistics(Z, batch.x_q, 5).square().mean()
+    loss_looped = looped.forward_z(Z, batch.x_q, 5).square().mean()
+    loss_unlooped = unlooped.forward_z(Z, batch.x_q, 5).square().mean()
     torch.testing.assert_close(loss_looped, loss_unlooped)
     loss_looped.backward()  # type: ignore[no-untyped-call]
     loss_unlooped.backward()  # type: ignore[no-untyped-call]

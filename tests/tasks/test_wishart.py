@@ -105,8 +105,8 @@ def test_deep_predictions_have_the_same_law_on_both_paths(
     stats = sample_z_statistics(family, 40_000, make_generator(n, "test-z-law"), F64)
     Z, x_q, y_q = prompt_gram(family, 40_000, n + 100)
     with torch.no_grad():
-        on_z = model.forward_statistics(stats.Z, stats.x_q, n)
-        on_prompts = model.forward_statistics(Z, x_q, n)
+        on_z = model.forward_z(stats.Z, stats.x_q, n)
+        on_prompts = model.forward_z(Z, x_q, n)
     assert_within(mean_and_se(bounded_features(on_z, stats.y_q)),
                   mean_and_se(bounded_features(on_prompts, y_q)))
     if parameterisation == "sparse":                          # light tails: raw moments too
@@ -156,7 +156,7 @@ def mean_gradient(
         generator = make_generator(index, "test-grad-z" if on_z else "test-grad-prompts")
         if on_z:
             stats = sample_z_statistics(family, 2000, generator, F64)
-            yhat, y_q = model.forward_statistics(stats.Z, stats.x_q, family.n), stats.y_q
+            yhat, y_q = model.forward_z(stats.Z, stats.x_q, family.n), stats.y_q
         else:
             prompts = family.sample_prompts(2000, generator, F64)
             yhat, y_q = model(prompts.X, prompts.y, prompts.x_q), prompts.y_q
@@ -199,7 +199,7 @@ def train(
         generator = make_generator(0, "train-z" if on_z else "train-prompts", step)
         if on_z:
             stats = sample_z_statistics(family, 4096, generator)
-            loss = (model.forward_statistics(stats.Z, stats.x_q, family.n) - stats.y_q)
+            loss = (model.forward_z(stats.Z, stats.x_q, family.n) - stats.y_q)
         else:
             prompts = family.sample_prompts(4096, generator)
             loss = model(prompts.X, prompts.y, prompts.x_q) - prompts.y_q

@@ -49,6 +49,15 @@ def format_result(result: dict[str, Any]) -> str:
             rows.append((f"vs {name}: |diff|, cosine",
                          f"{measures['mean_abs_prediction_difference']:.4f}, "
                          f"{measures['sensitivity_cosine']:.4f}"))
+    if "gd_steps_loss" in result:
+        se = result.get("gd_steps_loss_stderr") or 0.0
+        rows.append((f"optimal {result['layers']}-step GD loss",
+                     f"{result['gd_steps_loss']:.5f}" + (f" ± {se:.5f}" if se else "")))
+        rows.append(("optimal steps (sorted)",
+                     ", ".join(f"{eta:.5f}" for eta in result["gd_steps_etas"])))
+        if "layer_steps" in result:
+            rows.append(("learned layer steps (sorted)",
+                         ", ".join(f"{eta:.5f}" for eta in result["layer_steps"])))
     rows += [
         ("test loss", f"{result['test_loss']:.5f} ± {result['test_loss_stderr']:.5f}"),
         ("optimal loss L*", f"{result['loss_star']:.5f}"),
@@ -59,8 +68,9 @@ def format_result(result: dict[str, Any]) -> str:
     lines = [f"{name:<{width}}  {value}" for name, value in shown]
     if "verdict" in result:
         z = result.get("excess_z", 0.0)
+        reference = "the optimal L-step GD loss" if "gd_steps_loss" in result else "L*"
         lines.append(f"{'verdict':<{width}}  {result['verdict']} (test loss "
-                     f"{z:+.1f} standard errors from L*)")
+                     f"{z:+.1f} standard errors from {reference})")
     return "\n".join(lines)
 
 
@@ -118,8 +128,9 @@ def make_train_command(registry: ModelRegistry) -> click.Command:
         result = run_training(config, Path(out), progress=not quiet, restart=restart)
         click.echo(format_result(result))
         if result.get("verdict") == "not optimal":
+            reference = "the optimal L-step GD loss" if "gd_steps_loss" in result else "L*"
             click.echo(f"iclab: warning: the trained model is not optimal: its test loss is "
-                       f"{result['excess_z']:.1f} standard errors above L*", err=True)
+                       f"{result['excess_z']:.1f} standard errors above {reference}", err=True)
 
     sections = [(cls, "") for cls in SECTIONS] + _model_notes(registry)
     options = [

@@ -1,5 +1,4 @@
-"""L layers of linear self-attention with a residual stream (the theory docs, docs/theory.md,
-section 6).
+"""L layers of linear self-attention with a residual stream (docs/theory.md section 10).
 
 Tokens e_i = [x_i; y_i] (i = 1..n) and the query token e_q = [x_q; 0], all in R^(d+1). Layer l
 (weights W_PV^(l), W_KQ^(l): (d+1, d+1)) updates every token, the query included,
@@ -8,7 +7,11 @@ Tokens e_i = [x_i; y_i] (i = 1..n) and the query token e_q = [x_q; 0], all in R^
 
 the sum over the n context tokens at that layer. So every token is multiplied by the same
 T_l = I + W_PV^(l) Z^(l) W_KQ^(l) / n, Z^(l+1) = T_l Z^(l) T_l^T, and the prediction depends
-on the prompt only through Z = Z^(1) and x_q (``forward_statistics``).
+on the prompt only through Z = Z^(1) and x_q (``forward_z``, ``forward_statistics``).
+
+This is the ``lsa`` model with ``layers`` > 1, or with ``parameterisation = "sparse"`` or
+``looped`` (``iclab.models.lsa.LinearSelfAttention.create`` builds it); ``layers = 1`` full
+stays the original one-layer model.
 
 **Sign convention.** The prediction is minus the query token's last coordinate after the L
 layers, yhat = -(T_L ... T_1 e_q)_(d+1) (Ahn et al.'s read-out). Reason: every token goes
@@ -39,7 +42,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from iclab.batches import ZStatistics
 from iclab.errors import ConfigError
+from iclab.models.base import Model
 from iclab.models.deep_lsa_statistics import deep_statistics_prediction
 
 PARAMETERISATIONS = ("full", "sparse")
@@ -73,7 +78,7 @@ class DeepLSAOptions:
         return 1 if self.looped else self.layers
 
 
-class DeepLinearSelfAttention(nn.Module):
+class DeepLinearSelfAttention(Model):
     """L-layer linear self-attention read out at the query token (module docstring).
 
     Parameters, each with a leading axis of length 1 (looped) or L:
@@ -90,6 +95,11 @@ class DeepLinearSelfAttention(nn.Module):
       (w, noise) -> (-w, -noise), so gradient flow on the population loss keeps it, and it
       holds GD and GD++ (which also transforms the x's). "gd" starts inside it too.
     """
+
+    name = "lsa"
+    description = "L layers of linear self-attention with a residual stream"
+    has_statistics = True
+    statistics_kind = "wishart"
 
     def __init__(
         self,
@@ -166,11 +176,19 @@ class DeepLinearSelfAttention(nn.Module):
             query = query + (update @ query[..., None]).squeeze(-1)
         return -query[:, self.d]
 
-    def forward_statistics(self, Z: torch.Tensor, x_q: torch.Tensor, n: int) -> torch.Tensor:
+    def forward_z(self, Z: torch.Tensor, x_q: torch.Tensor, n: int) -> torch.Tensor:
         """The same prediction from Z: (B, d+1, d+1) = sum_i e_i e_i^T, x_q: (B, d) and n:
         yhat (B,). Cost independent of n (``iclab.models.deep_lsa_statistics``)."""
         W_PV, W_KQ = self.weights()
         return deep_statistics_prediction(W_PV, W_KQ, Z, x_q, n)
+
+    def forward_statistics(self, stats: ZStatistics) -> torch.Tensor:  # type: ignore[override]
+        """The prediction on statistics drawn by ``sample_z_statistics``: (B,)."""
+        return self.forward_z(stats.Z, stats.x_q, stats.n)
+
+    @property
+    def is_sparse(self) -> bool:
+        return self.sparse
 
     def layer_preconditioners(self) -> torch.Tensor:
         """A_l = -p_l B_l^T: (L, d, d), so that layer l is w_(l+1) = w_l + A_l X^T (y - X w_l)/n.

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from iclab.analysis.evaluate import evaluate
-from iclab.analysis.verdict import judge
+from iclab.analysis.verdict import judge, judge_depth
 from iclab.config.train import TrainConfig
 from iclab.io import atomic_write_text, read_json
 from iclab.runs.folder import RESULT, check_out_dir, dump_result, prepare_run_dir
@@ -40,6 +40,8 @@ def run_training(
     trained = fit(config, task, path, progress)
     result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed)
     result.update(judge(result, linear=trained.model.has_readout))
+    if "gd_steps_loss" in result:  # several layers: judged against the optimal L-step GD
+        result.update(judge_depth(result, sparse="layer_steps" in result))
     result["wall_seconds"] = time.perf_counter() - started
     result["sampler"] = trained.sampler
     atomic_write_text(path / RESULT, dump_result(result))

@@ -22,31 +22,12 @@ without a copy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
+from iclab.batches import ZStatistics
 from iclab.errors import ConfigError
 from iclab.tasks.linear_gaussian import LinearGaussian
-
-
-@dataclass(frozen=True)
-class ZStatistics:
-    """A batch of linear Gaussian prompts reduced to what any depth of LSA reads.
-
-    Z: (B, d+1, d+1) sum over the n context tokens of e_i e_i^T; x_q: (B, d) queries;
-    y_q: (B,) the queries' labels; n: the number of context tokens.
-    """
-
-    Z: torch.Tensor
-    x_q: torch.Tensor
-    y_q: torch.Tensor
-    n: int
-
-    @property
-    def batch(self) -> int:
-        return int(self.Z.shape[0])
 
 
 def wishart_factor(
@@ -82,10 +63,8 @@ def sample_z_statistics(
 ) -> ZStatistics:
     """Draw ``batch`` prompts of ``task`` as (Z, x_q, y_q): the law of whole prompts, a cost
     that does not grow with n. Every number comes from ``generator``."""
-    if not isinstance(task, LinearGaussian):
-        raise ConfigError(
-            f"the Z sampler needs a linear Gaussian task, got {type(task).__name__}"
-        )
+    if not task.gaussian:
+        raise ConfigError(f"the Z sampler needs a linear Gaussian task, got {task.name!r}")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ConfigError(f"batch must be an integer >= 1, got {batch!r}")
     d, n, p, device = task.d, task.n, task.d + 1, generator.device

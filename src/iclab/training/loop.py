@@ -99,7 +99,7 @@ def make_train_step(
     def train_step(step: int) -> torch.Tensor:
         for group in optimizer.param_groups:
             group["lr"] = config.learning_rate(step)
-        return take_step(optimizer, objective, step)
+        return take_step(optimizer, objective, step, config.optim.clip_grad)
 
     return train_step
 
