@@ -57,7 +57,7 @@ def format_claims(claims: list[Claim]) -> str:
     for claim in claims:
         verdict = "holds" if claim.holds else "FAILS"
         lines.append(f"{verdict:<6} {claim.value:>10.5g} vs {claim.theory:<10.5g} "
-                     f"(tol {100 * claim.tolerance:g}%)  {claim.claim}")
+                     f"(tol {claim.tolerance_text})  {claim.claim}")
     return "\n".join(lines)
 
 

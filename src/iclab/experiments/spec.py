@@ -23,6 +23,13 @@ Schema (every key but ``groups`` is optional)::
     group = "theorem1-sigma"
     tolerance = 0.02
     reference = "theorem1"            # kind-specific option
+    [[claims]]                        # a kind may declare parameters of any type
+    kind = "shift"
+    group = "my-group"
+    shift = "x-scale"
+    values = [0.5, 1, 2, 4]
+    measure = "ratio-grows"
+    tolerance = 1000
 
 A group expands to the Cartesian product of its list-valued fields (in the order written),
 each point once per seed. Covariance expressions: absent or null (identity), a name from
@@ -36,7 +43,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from itertools import product
 from pathlib import Path
@@ -75,7 +82,8 @@ class Point:
 
 @dataclass(frozen=True)
 class ClaimSpec:
-    """A claim to check on ``group``'s results: kind, tolerance and kind-specific options."""
+    """A claim to check on ``group``'s results: kind, tolerance, kind-specific options (strings)
+    and parameters (any type the kind declares, checked)."""
 
     section: str
     kind: str
@@ -84,6 +92,7 @@ class ClaimSpec:
     options: dict[str, str]
     statement: str | None = None
     separation: float = 5.0
+    parameters: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -195,10 +204,11 @@ def _parse_claim(raw: Any, index: int, groups: set[str], source: str) -> ClaimSp
 
     kind = str(raw.get("kind"))
     try:
-        options = ClaimRegistry().get(kind).options
+        claim_kind = ClaimRegistry().get(kind)
     except ConfigError as error:
         raise _fail(where, str(error)) from None
-    unknown = sorted(set(raw) - set(_CLAIM_KEYS) - set(options))
+    options = claim_kind.options
+    unknown = sorted(set(raw) - set(_CLAIM_KEYS) - set(options) - set(claim_kind.parameters))
     if unknown:
         raise _fail(where, f"unknown keys {unknown} for kind {kind}")
     if raw.get("group") not in groups:
@@ -219,9 +229,10 @@ def _parse_claim(raw: Any, index: int, groups: set[str], source: str) -> ClaimSp
         if value not in allowed:
             raise _fail(where, f"{key} must be one of {', '.join(allowed)}; got {value!r}")
         chosen[key] = value
+    parameters = claim_kind.validate_parameters(raw, f"{where} (kind {kind})")
     return ClaimSpec(section=section, kind=kind, group=raw["group"],
                      tolerance=numbers["tolerance"], options=chosen, statement=statement,
-                     separation=numbers["separation"])
+                     separation=numbers["separation"], parameters=parameters)
 
 
 def _table(data: dict[str, Any], key: str, source: str) -> dict[str, Any]:
