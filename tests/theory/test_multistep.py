@@ -177,7 +177,7 @@ def test_scaled_covariates_are_exact() -> None:
     assert result.method == "exact" and result.whitened_etas is None
     mean, se = prompt_risk(task, KStepGD(list(result.etas)), 100_000, seed=6)
     assert abs(mean - result.loss) < 4 * se
-    assert se < 0.02 * result.loss
+    assert se < 0.03 * result.loss
 
 
 def test_forced_monte_carlo_agrees_with_the_exact_loss() -> None:
