@@ -170,6 +170,16 @@ def test_anisotropic_task_vector_is_exact_for_several_steps() -> None:
     assert abs(mean - result.loss) < 4 * se
 
 
+def test_scaled_covariates_are_exact() -> None:
+    """Sigma_x = 2 I with a non-scalar Sigma_w: exact, checked on whole prompts."""
+    task = LinearGaussian(3, 7, 0.4, cov_x=2 * np.eye(3), cov_w=np.diag([0.5, 1.0, 2.0]))
+    result = multistep_optimum(task, 3, preconditioned=False)
+    assert result.method == "exact" and result.whitened_etas is None
+    mean, se = prompt_risk(task, KStepGD(list(result.etas)), 100_000, seed=6)
+    assert abs(mean - result.loss) < 4 * se
+    assert se < 0.03 * result.loss
+
+
 def test_forced_monte_carlo_agrees_with_the_exact_loss() -> None:
     task = LinearGaussian(4, 10, 0.5)
     exact = multistep_optimum(task, 3)

@@ -251,12 +251,13 @@ def _optimum(task: TaskFamily, layers: int, seed: int, fit_prompts: int, eval_pr
         fit_prompts=None if exact is not None else fit_prompts,
         eval_prompts=None if exact is not None else eval_prompts,
     )
-    starts = [torch.stack([eta * torch.eye(task.d, dtype=torch.float64) for eta in plain.etas])]
+    bases = [(torch.eye(task.d, dtype=torch.float64), plain.etas)]
     if isinstance(task, LinearGaussian) and not _is_scalar(task.sigma_x):
         w_etas, w_loss, _, _ = exact_steps(whitened_loss(task), layers, seed)
-        inverse = torch.as_tensor(np.linalg.inv(task.sigma_x), dtype=torch.float64)
-        starts.append(torch.stack([eta * inverse for eta in w_etas]))
+        bases.append((torch.as_tensor(np.linalg.inv(task.sigma_x), dtype=torch.float64), w_etas))
         result = replace(result, whitened_etas=tuple(w_etas), whitened_loss=w_loss)
+    starts = [torch.stack([eta * base for eta in order])
+              for base, etas in bases for order in (etas, etas[::-1])]
     if preconditioned is None:
         preconditioned = isinstance(task, LinearGaussian) and not (
             _is_scalar(task.sigma_x) and _is_scalar(task.sigma_w))

@@ -62,6 +62,11 @@ class MatrixSample(Protocol):
         """The first ``count`` prompts."""
         ...
 
+    def canonical(self) -> tuple[MatrixSample, torch.Tensor]:
+        """The sample in coordinates x = T x'' where its loss is cheapest, and T: (d, d).
+        Preconditioners map as A'' = T^T A T (predictions are unchanged)."""
+        ...
+
 
 @dataclass(frozen=True)
 class SpectralSample:
@@ -117,6 +122,42 @@ class GaussianSample:
         noise = self.sigma2 * values * torch.diagonal(A, dim1=-2, dim2=-1)
         return SpectralSample(values, coupling=A * B, noise=noise, sigma2=self.sigma2)
 
+    def canonical(self) -> tuple[MatrixSample, torch.Tensor]:
+        """T = L R with Sigma_x = L L^T and L^T Sigma_w L = R diag(D) R^T: there x'' ~ N(0, I),
+        w'' = T^T w ~ N(0, diag(D)) and S'' = T^-1 S T^-T."""
+        L = torch.linalg.cholesky(self.sigma_x)
+        D, R = torch.linalg.eigh(L.T @ self.sigma_w @ L)
+        T = L @ R
+        inverse = torch.linalg.inv(T)
+        return WhiteGaussianSample(inverse @ self.S @ inverse.T, D, self.sigma2), T
+
+
+@dataclass(frozen=True)
+class WhiteGaussianSample:
+    """A Gaussian sample with Sigma_x = I and Sigma_w = diag(weights): (d,). The loss is
+    sum_ij E_ij^2 weights_j + sigma^2 sum_ij M_ij (M S)_ij + sigma^2, E = I - M S."""
+
+    S: torch.Tensor
+    weights: torch.Tensor
+    sigma2: float
+
+    def losses(self, M: torch.Tensor) -> torch.Tensor:
+        MS = M @ self.S
+        E = torch.eye(self.S.shape[-1], dtype=M.dtype) - MS
+        return (E**2 * self.weights).sum((-2, -1)) + self.sigma2 * (M * MS).sum((-2, -1)) \
+            + self.sigma2
+
+    def head(self, count: int) -> WhiteGaussianSample:
+        return WhiteGaussianSample(self.S[:count], self.weights, self.sigma2)
+
+    def canonical(self) -> tuple[MatrixSample, torch.Tensor]:
+        return self, torch.eye(self.S.shape[-1], dtype=self.S.dtype)
+
+    def spectral(self) -> SpectralSample:
+        d = self.S.shape[-1]
+        return GaussianSample(self.S, torch.eye(d, dtype=self.S.dtype), torch.diag(self.weights),
+                              self.sigma2).spectral()
+
 
 @dataclass(frozen=True)
 class PromptSample:
@@ -133,6 +174,9 @@ class PromptSample:
 
     def head(self, count: int) -> PromptSample:
         return PromptSample(self.S[:count], self.v[:count], self.x_q[:count], self.y_q[:count])
+
+    def canonical(self) -> tuple[MatrixSample, torch.Tensor]:
+        return self, torch.eye(self.S.shape[-1], dtype=self.S.dtype)
 
     def spectral(self) -> SpectralSample:
         values, U = torch.linalg.eigh(self.S)

@@ -86,9 +86,10 @@ def newton_minimise(f: Objective, x0: torch.Tensor) -> tuple[torch.Tensor, float
     return x, value
 
 
-def lbfgs_minimise(f: Objective, x0: torch.Tensor, iterations: int, history: int = 20
-                   ) -> torch.Tensor:
-    """A local minimum of f near x0 (any shape) by L-BFGS with Armijo backtracking.
+def lbfgs_minimise(f: Objective, x0: torch.Tensor, iterations: int, history: int = 20,
+                   tolerance: float = 1e-8) -> torch.Tensor:
+    """A local minimum of f near x0 (any shape) by L-BFGS with Armijo backtracking; stops
+    after ``iterations`` or once 5 iterations together lower f by at most tolerance * |f|.
 
     (torch.optim is avoided: importing it costs seconds.)
     """
@@ -101,6 +102,7 @@ def lbfgs_minimise(f: Objective, x0: torch.Tensor, iterations: int, history: int
     x = x0.detach().clone()
     value, grad = value_and_grad(x)
     pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+    values = [value]
     for _ in range(iterations):
         r = grad.clone()
         coefficients = []
@@ -131,9 +133,10 @@ def lbfgs_minimise(f: Objective, x0: torch.Tensor, iterations: int, history: int
         step, change = (candidate - x).flatten(), trial_grad - grad
         if float(step @ change) > 1e-300:
             pairs = [*pairs, (step, change)][-history:]
-        improvement = value - trial
         x, value, grad = candidate, trial, trial_grad
-        if improvement <= 1e-15 * abs(value) or float(grad.norm()) == 0.0:
+        values.append(value)
+        if (len(values) > 5 and values[-6] - value <= tolerance * abs(value)) \
+                or float(grad.norm()) == 0.0:
             break
     return x
 
