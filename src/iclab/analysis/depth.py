@@ -35,7 +35,8 @@ def is_deep(model: Model) -> bool:
 
 def depth_optimum(model: Model, task: TaskFamily, seed: int) -> MultiStepOptimum:
     """The optimal L-step GD for the model's depth on ``task``."""
-    return multistep_optimum(task, int(getattr(model, "layers", 1)), seed=seed)
+    return multistep_optimum(task, int(getattr(model, "layers", 1)), seed=seed,
+                             preconditioned=False)
 
 
 def depth_results(model: DeepLinearSelfAttention, model64: Model, task: TaskFamily,

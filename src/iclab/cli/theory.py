@@ -79,12 +79,15 @@ def format_steps(steps: MultiStepOptimum) -> str:
 @click.option("--layers", type=int, default=None,
               help="Also the optimal L-step gradient descent (steps, loss, Krylov bound), "
                    f"L from 1 to {MAX_LAYERS}.")
+@click.option("--preconditioned", is_flag=True,
+              help="With --layers: also search the best preconditioned L-step GD (Monte "
+                   "Carlo; tens of seconds to minutes).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def theory_command(
     d: int, n: int, sigma: float, cov_x: str | None, cov_w: str | None, family: str,
     width: int | None, monte_carlo: bool, precision: float, bayes_prompts: int,
-    layers: int | None, seed: int, as_json: bool,
+    layers: int | None, preconditioned: bool, seed: int, as_json: bool,
 ) -> None:
     """The optimal one-layer LSA for a task family: Gamma*, eta*, its loss and the Bayes risk.
 
@@ -107,8 +110,10 @@ def theory_command(
     task = make_family(family, d, n, sigma, width, sigma_x, sigma_w)
     optimum = family_optimum(task, monte_carlo=monte_carlo, precision=precision, seed=seed,
                              bayes=True, bayes_prompts=bayes_prompts)
-    steps = None if layers is None else multistep_optimum(task, layers, seed=seed,
-                                                          monte_carlo=monte_carlo)
+    if preconditioned and layers is None:
+        raise ConfigError("--preconditioned needs --layers")
+    steps = None if layers is None else multistep_optimum(
+        task, layers, seed=seed, monte_carlo=monte_carlo, preconditioned=preconditioned)
     if not as_json:
         click.echo(format_optimum(family, task, optimum))
         if steps is not None:
