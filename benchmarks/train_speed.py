@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import statistics
@@ -43,11 +42,6 @@ from typing import Any
 import torch
 
 from iclab.config.train import TrainConfig
-from iclab.models.deep_lsa import DeepLinearSelfAttention, DeepLSAOptions
-from iclab.seeding import make_generator
-from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.wishart import sample_z_statistics
-from iclab.training.adam import Adam
 from iclab.training.loop import TRAIN_THREADS, build_model, intra_op_threads, make_train_step
 from iclab.training.objective import make_objective
 
@@ -99,22 +93,17 @@ DEEP_LR = 0.002
 def deep_iclab_step(
     d: int, n: int, batch: int, sigma: float, steps: int, layers: int, parameterisation: str
 ) -> Step:
-    """iclab's step for the L-layer LSA: Z sampler, forward_statistics, fused Adam, cosine lr."""
-    task = LinearGaussian(d, n, sigma)
-    model = DeepLinearSelfAttention(DeepLSAOptions(d, layers, parameterisation),
-                                    make_generator(0, "init"), init_scale=0.1)
-    optimizer = Adam(model.parameters(), lr=DEEP_LR)
-
-    def step(index: int) -> object:
-        optimizer.param_groups[0]["lr"] = DEEP_LR * 0.5 * (1 + math.cos(math.pi * index / steps))
-        stats = sample_z_statistics(task, batch, make_generator(0, "train", index))
-        loss = (model.forward_z(stats.Z, stats.x_q, stats.n) - stats.y_q).square().mean()
-        optimizer.zero_grad()
-        loss.backward()  # type: ignore[no-untyped-call]
-        optimizer.step()
-        return loss.detach()
-
-    return step
+    """iclab's step for the L-layer LSA, exactly as ``iclab train --layers L`` runs it: the Z
+    sampler, forward_statistics with its hand-written backward, gradient clipping, fused Adam
+    and the cosine schedule, at the deep model's default learning rate."""
+    config = TrainConfig.flat(d=d, n=n, sigma=sigma, batch=batch, steps=steps, layers=layers,
+                              parameterisation=parameterisation)
+    device = torch.device("cpu")
+    task = config.make_task()
+    model, optimizer = build_model(config, task, device)
+    objective = make_objective(task, model, config.resolved_sampler(task), config.optim.batch,
+                               config.run.seed, device)
+    return make_train_step(config, optimizer, objective)
 
 
 def deep_plain_step(d: int, n: int, batch: int, sigma: float, layers: int) -> Step:
@@ -199,6 +188,8 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     default_threads = torch.get_num_threads()
     threads = TRAIN_THREADS if args.threads is None else args.threads
     layers, parameterisation = args.layers, args.parameterisation
+    if args.ratio_n is None and layers is not None:
+        args.ratio_n = 10 * n       # the n-independence check, by default for depth
 
     def ours(size: int) -> Step:
         if layers is None:
