@@ -1,17 +1,24 @@
 """Seconds per training step: iclab's real step against a plain PyTorch eager loop.
 
     python benchmarks/train_speed.py --d 10 --n 20 --batch 2048 [--steps 200] [--json]
+    python benchmarks/train_speed.py --family relu --d 5 --n 20 --batch 2048
+    python benchmarks/train_speed.py --x-law uniform --d 10 --n 10 --batch 2048
 
 Times, in one process and interleaved:
 
 - iclab: the step ``iclab train`` runs (``iclab.training.loop.make_train_step``: scheduled
   learning rate, a fresh batch from the run's sampler, the loss, backward, fused Adam), with the
   intra-op threads ``iclab train`` uses;
-- plain: the same model and size written as one would without iclab: prompts from torch.randn
-  every step, the Gram-free forward yhat = sum_i (u.e_i)(e_i.M x_q) with u = W_V^T h and
-  M = (W_K^T W_Q)[:, :d] from the four parameter matrices, autograd, torch.optim.Adam. It runs
-  twice, with torch's default number of threads and with one thread, and the speed-up is
-  taken against the faster of the two.
+- plain: the same model and task written as one would without iclab: whole prompts drawn
+  every step (torch.randn inputs; with ``--x-law`` the law's own draw of the coordinates; with
+  ``--family`` the family's own ``draw_values`` on the inputs), the Gram-free forward
+  yhat = sum_i (u.e_i)(e_i.M x_q) with u = W_V^T h and M = (W_K^T W_Q)[:, :d] from the four
+  parameter matrices, autograd, torch.optim.Adam. It runs twice, with torch's default number
+  of threads and with one thread, and the speed-up is taken against the faster of the two.
+
+``--family`` (a built-in family) and ``--x-law`` (the linear family's covariate law) choose
+the task; iclab then trains on whole prompts (its sampler is asked of the family), the plain
+loop draws the same law.
 
 Each timing is the median over ``--steps`` x ``--repeats`` steps after ``--warmup`` steps; the
 runners take turns every ten steps, so that a change in the machine's load hits all of them
@@ -42,15 +49,31 @@ from typing import Any
 import torch
 
 from iclab.config.train import TrainConfig
+from iclab.errors import ConfigError
+from iclab.tasks.covariate_laws import parse_law
+from iclab.tasks.registry import FamilyRegistry
 from iclab.training.loop import TRAIN_THREADS, build_model, intra_op_threads, make_train_step
 from iclab.training.objective import make_objective
 
 Step = Callable[[int], object]
 
 
-def iclab_step(d: int, n: int, batch: int, sigma: float, steps: int) -> Step:
-    """iclab's training step for this size, on the CPU, with its default sampler."""
-    config = TrainConfig.flat(d=d, n=n, sigma=sigma, batch=batch, steps=steps)
+def task_keys(family: str, x_law: str) -> dict[str, Any]:
+    """The config keys of the task (left out at their defaults)."""
+    keys: dict[str, Any] = {}
+    if family != "linear-gaussian":
+        keys["family"] = family
+    if x_law != "gaussian":
+        keys["x_law"] = x_law
+    return keys
+
+
+def iclab_step(d: int, n: int, batch: int, sigma: float, steps: int,
+               family: str = "linear-gaussian",
+               x_law: str = "gaussian") -> Step:
+    """iclab's training step for this size and task, on the CPU, with its default sampler."""
+    config = TrainConfig.flat(d=d, n=n, sigma=sigma, batch=batch, steps=steps,
+                              **task_keys(family, x_law))
     device = torch.device("cpu")
     task = config.make_task()
     model, optimizer = build_model(config, task, device)
@@ -59,20 +82,52 @@ def iclab_step(d: int, n: int, batch: int, sigma: float, steps: int) -> Step:
     return make_train_step(config, optimizer, objective)
 
 
-def plain_step(d: int, n: int, batch: int, sigma: float) -> Step:
-    """A plain eager loop: whole prompts from torch.randn, Gram-free forward, Adam."""
+PromptDraw = Callable[[torch.Generator], tuple[torch.Tensor, ...]]
+"""generator -> (X (B, n, d), y (B, n), x_q (B, d), y_q (B,)) as a plain loop draws them."""
+
+
+def plain_prompts(d: int, n: int, batch: int, sigma: float, family: str,
+                  x_law: str) -> PromptDraw:
+    """Whole prompts of the task drawn as one would without iclab: batch-major tensors."""
+    if family != "linear-gaussian":
+        task: Any = FamilyRegistry().make_family(family, d, n, sigma)
+
+        def nonlinear(generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+            inputs = torch.randn(batch, n + 1, d, generator=generator)
+            labels = task.draw_values(inputs, generator)
+            labels = labels + sigma * torch.randn(batch, n + 1, generator=generator)
+            return inputs[:, :n], labels[:, :n], inputs[:, n], labels[:, n]
+
+        return nonlinear
+    law = parse_law(x_law)
+
+    def linear(generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+        if x_law == "gaussian":
+            X = torch.randn(batch, n, d, generator=generator)
+            x_q = torch.randn(batch, d, generator=generator)
+        else:
+            X = law.sample_standard((batch, n, d), generator)
+            x_q = law.sample_standard((batch, d), generator)
+        w = torch.randn(batch, d, generator=generator)
+        y = torch.einsum("bnd,bd->bn", X, w) + sigma * torch.randn(batch, n, generator=generator)
+        y_q = (x_q * w).sum(-1) + sigma * torch.randn(batch, generator=generator)
+        return X, y, x_q, y_q
+
+    return linear
+
+
+def plain_step(d: int, n: int, batch: int, sigma: float, family: str = "linear-gaussian",
+               x_law: str = "gaussian") -> Step:
+    """A plain eager loop: whole prompts (``plain_prompts``), Gram-free forward, Adam."""
     generator = torch.Generator().manual_seed(0)
     shapes = {"W_K": (d + 1, d + 1), "W_Q": (d + 1, d + 1), "W_V": (d + 1, d + 1), "h": (d + 1,)}
     params = {name: torch.nn.Parameter(0.1 * torch.randn(*shape, generator=generator))
               for name, shape in shapes.items()}
     optimizer = torch.optim.Adam(params.values(), lr=0.01)
+    draw = plain_prompts(d, n, batch, sigma, family, x_law)
 
     def step(_: int) -> object:
-        X = torch.randn(batch, n, d, generator=generator)
-        w = torch.randn(batch, d, generator=generator)
-        x_q = torch.randn(batch, d, generator=generator)
-        y = torch.einsum("bnd,bd->bn", X, w) + sigma * torch.randn(batch, n, generator=generator)
-        y_q = (x_q * w).sum(-1) + sigma * torch.randn(batch, generator=generator)
+        X, y, x_q, y_q = draw(generator)
         u = params["W_V"].T @ params["h"]
         M = params["W_K"].T @ params["W_Q"][:, :d]
         Mx_q = x_q @ M.T
@@ -183,6 +238,7 @@ def machine() -> dict[str, Any]:
 
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     d, n, batch, sigma = args.d, args.n, args.batch, args.sigma
+    task = {"family": args.family, "x_law": args.x_law}
     blocks = args.steps * args.repeats // BLOCK + 1
     total = args.warmup + (REWARM + BLOCK) * blocks      # steps each runner takes, at most
     default_threads = torch.get_num_threads()
@@ -193,12 +249,12 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
     def ours(size: int) -> Step:
         if layers is None:
-            return iclab_step(d, size, batch, sigma, total)
+            return iclab_step(d, size, batch, sigma, total, **task)
         return deep_iclab_step(d, size, batch, sigma, total, layers, parameterisation)
 
     def plain() -> Step:
         if layers is None:
-            return plain_step(d, n, batch, sigma)
+            return plain_step(d, n, batch, sigma, **task)
         return deep_plain_step(d, n, batch, sigma, layers)
 
     runners: dict[str, tuple[Step, int]] = {
@@ -213,8 +269,9 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     medians = measure(runners, args.steps, args.warmup, args.repeats)
     plain_best = min(value for name, value in medians.items() if name.startswith("plain"))
     result: dict[str, Any] = {
-        "d": d, "n": n, "batch": batch, "steps": args.steps, "repeats": args.repeats,
-        "layers": layers, "parameterisation": None if layers is None else parameterisation,
+        "d": d, "n": n, "batch": batch, "sigma": sigma, **task, "steps": args.steps,
+        "repeats": args.repeats, "layers": layers,
+        "parameterisation": None if layers is None else parameterisation,
         "median_step_seconds": medians["iclab"],
         "plain_median_step_seconds": medians["plain"],
         "plain_1_thread_median_step_seconds": medians.get("plain_1_thread", medians["plain"]),
@@ -235,7 +292,8 @@ def report(result: dict[str, Any]) -> str:
     model = "one-layer LSA" if result["layers"] is None else \
         f"{result['layers']}-layer LSA ({result['parameterisation']})"
     lines = [
-        f"{model}, d={result['d']} n={result['n']} batch={result['batch']}: median of "
+        f"{model}, {result['family']}, x law {result['x_law']}, d={result['d']} "
+        f"n={result['n']} batch={result['batch']} sigma={result['sigma']:g}: median of "
         f"{result['steps']} x {result['repeats']} steps after warm-up",
         f"  iclab step            {ms * result['median_step_seconds']:8.3f} ms"
         f"  ({result['iclab_threads']} thread(s))",
@@ -277,6 +335,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--n", type=int, default=20)
     parser.add_argument("--batch", type=int, default=2048)
     parser.add_argument("--sigma", type=float, default=0.5)
+    parser.add_argument("--family", default="linear-gaussian",
+                        help="a built-in family (iclab families) [default: linear-gaussian]")
+    parser.add_argument("--x-law", default="gaussian",
+                        help="the linear family's covariate law [default: gaussian]")
     parser.add_argument("--steps", type=int, default=200, help="timed steps per repeat")
     parser.add_argument("--warmup", type=int, default=20, help="untimed steps first")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds")
@@ -298,6 +360,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                  "layers"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1")
+    try:
+        TrainConfig.flat(d=args.d, n=args.n, sigma=args.sigma,
+                         **task_keys(args.family, args.x_law)).validate()
+    except ConfigError as error:
+        parser.error(str(error))
     return args
 
 

@@ -36,6 +36,17 @@ class Prompts:
     def d(self) -> int:
         return int(self.X.shape[2])
 
+    @staticmethod
+    def from_batch_inner(inputs: torch.Tensor, labels: torch.Tensor) -> Prompts:
+        """Prompts as views of ``inputs`` (d, n+1, B) and ``labels`` (n+1, B), the query last.
+
+        Samplers that draw with the batch axis innermost (contiguous) hand out these views
+        instead of copies; shapes are as always, strides are not those of a contiguous tensor.
+        """
+        n = inputs.shape[1] - 1
+        return Prompts(X=inputs[:, :n].permute(2, 1, 0), y=labels[:n].T, x_q=inputs[:, n].T,
+                       y_q=labels[n])
+
     def to(self, dtype: torch.dtype) -> Prompts:
         """The same prompts in another floating-point type."""
         return Prompts(self.X.to(dtype), self.y.to(dtype), self.x_q.to(dtype), self.y_q.to(dtype))

@@ -171,7 +171,7 @@ def test_bad_covariance_files(kind: str, option: str, tmp_path: Path,
 @pytest.mark.parametrize("argv, message", [
     (["--family", "nope"], "unknown family 'nope'; allowed: linear-gaussian"),
     (["--family", "relu", "--width", "3"], "width applies only to family two-layer-relu"),
-    (["--family", "relu", "--cov-x", "missing.npy"], "apply only to --family linear-gaussian"),
+    (["--family", "relu", "--cov-x", "missing.npy"], "only to --family linear-gaussian"),
     (["--family", "two-layer-relu", "--width", "0"], "width must be an integer >= 1"),
     (["--precision", "0"], "--precision must be a finite number > 0"),
 ])

@@ -115,3 +115,35 @@ def test_construction_accepts_exactly_the_allowed_region(d: int, n: int, sigma: 
     else:
         with pytest.raises(ConfigError):
             TrainConfig.flat(d=d, n=n, sigma=sigma)
+
+
+def test_covariate_fields_are_left_out_at_their_defaults() -> None:
+    # Configs written before these fields existed keep their JSON form and hash.
+    assert set(TrainConfig.from_json(OLD_CONFIG).to_json()) == set(OLD_CONFIG)
+    R = (0.5 * np.eye(4) + 0.5).tolist()
+    config = TrainConfig.flat(d=2, n=3, sigma=0.1, context_covariance=R)
+    assert config.to_json()["context_covariance"] == R
+    assert TrainConfig.from_json(config.to_json()) == config
+    assert config.hash() != TrainConfig.flat(d=2, n=3, sigma=0.1).hash()
+    law = TrainConfig.flat(d=2, n=3, sigma=0.1, x_law="uniform")
+    assert law.to_json()["x_law"] == "uniform" and "context_correlation" not in law.to_json()
+
+
+def test_covariate_fields_make_the_linear_family_and_its_sampler() -> None:
+    plain = TrainConfig.flat(d=2, n=3, sigma=0.1, x_law="gaussian")
+    assert plain == TrainConfig.flat(d=2, n=3, sigma=0.1)            # the default, omitted
+    assert type(plain.make_task()).__name__ == "LinearGaussian"
+    for keys in ({"x_law": "uniform"}, {"context_correlation": 0.5}):
+        config = TrainConfig.flat(d=2, n=3, sigma=0.1, **keys).validate()
+        assert type(config.make_task()).__name__ == "LinearLawTask"
+        assert config.resolved_sampler() == "prompts"
+    with pytest.raises(ConfigError, match=r"sampler statistics needs .* with x_law 'uniform'"):
+        TrainConfig.flat(d=2, n=3, sigma=0.1, x_law="uniform", sampler="statistics").validate()
+    with pytest.raises(ConfigError, match=r"exact training needs .* with correlated contexts"):
+        TrainConfig.flat(d=2, n=3, sigma=0.1, context_correlation=0.2, exact=True).validate()
+    with pytest.raises(ConfigError, match="x_law applies only to family linear-gaussian"):
+        TrainConfig.flat(d=2, n=3, sigma=0.1, family="relu", x_law="uniform").validate()
+    with pytest.raises(ConfigError, match=r"^context_correlation must be a number in"):
+        TrainConfig.flat(d=2, n=3, sigma=0.1, context_correlation=1.0).validate()
+    with pytest.raises(ConfigError, match=r"^x_law must be a string"):
+        TrainConfig.flat(d=2, n=3, sigma=0.1, x_law=3)

@@ -73,6 +73,27 @@ def test_covariance_expressions() -> None:
     assert diag.config.task.cov_x is None and diag.cov_x_label == "I"
 
 
+def test_covariate_laws_are_axes_and_position_covariances_are_expressions() -> None:
+    R = (0.5 * np.eye(6) + 0.5).tolist()
+    data = spec_data(n=5, sigma=0.5, x_law=["gaussian", "uniform"])
+    data["covariances"]["R"] = R
+    data["groups"].append({"name": "h", "n": 5, "sigma": 0.5, "context_covariance": "R"})
+    data["groups"].append({"name": "k", "n": 5, "sigma": 0.5, "context_covariance": R})
+    spec = parse_spec(data, "t")
+    assert spec.group("g").axes == ("x_law",)
+    laws = [p.config.task.x_law for p in spec.group("g").points]
+    assert laws == ["gaussian", "uniform"]
+    assert "x_law" not in spec.group("g").points[0].config.to_json()   # the default
+    named, listed = spec.group("h").points[0], spec.group("k").points[0]
+    assert named.config.task.context_covariance == R and spec.group("k").axes == ()
+    assert named.run_id == listed.run_id                                # one run, two labels
+    assert (named.context_covariance_label, listed.context_covariance_label) == ("R", "matrix")
+    assert spec.group("g").points[0].context_covariance_label == ""
+    bad = spec_data(n=5, sigma=0.5, context_covariance=(0.5 * np.eye(5) + 0.5).tolist())
+    with pytest.raises(ConfigError, match=r"group 'g'.*shape \(6, 6\)"):
+        parse_spec(bad, "t")
+
+
 @pytest.mark.parametrize(("group", "message"), [
     ({"n": 5, "sigma": 0.5, "cov_x": "T"}, "unknown covariance 'T'"),
     ({"n": 5, "sigma": 0.5, "cov_x": {"inverse": [[1.0, 1.0], [1.0, 1.0]]}}, "singular"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +15,15 @@ from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.covariate_laws import parse_law
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.linear_law import LinearLawTask, ar1_position_covariance, symmetric_sqrt
+from iclab.tasks.linear_law import (
+    LinearLawTask,
+    ar1_position_covariance,
+    linear_family,
+    symmetric_sqrt,
+)
 from tests.helpers import random_spd
 
+F64 = torch.float64
 SX = np.array([[1.5, 0.6, 0.0], [0.6, 1.0, -0.3], [0.0, -0.3, 0.5]])
 SW = np.array([[0.8, 0.2, 0.1], [0.2, 1.2, 0.0], [0.1, 0.0, 0.6]])
 
@@ -162,3 +169,67 @@ def test_correlation_needs_the_gaussian_law_and_one_kind() -> None:
         LinearLawTask(2, 3, 0.5, rho=0.5, position_cov=np.eye(4))
     with pytest.raises(ConfigError):
         LinearLawTask(0, 3, 0.5)
+
+
+# --- the task as a part of the linear-gaussian family -----------------------------------------
+
+
+def test_declared_capabilities() -> None:
+    uniform = LinearLawTask(3, 4, 0.5, law=parse_law("uniform"))
+    assert uniform.name == "linear-gaussian" and uniform.covariate_law.spec == "uniform"
+    assert not uniform.statistics and not uniform.gaussian and uniform.sign_symmetric
+    assert not uniform.rotation_invariant                    # a cube is not a sphere
+    assert LinearLawTask(3, 4, 0.5, rho=0.4).rotation_invariant
+    assert LinearLawTask(3, 4, 0.5, cov_w=2 * np.eye(3), rho=0.4).rotation_invariant
+    assert not LinearLawTask(3, 4, 0.5, SX, rho=0.4).rotation_invariant
+    assert not LinearLawTask(3, 4, 0.5, cov_w=SW, rho=0.4).rotation_invariant
+
+
+@pytest.mark.parametrize("law", [None, "gaussian"])
+def test_the_family_without_law_or_correlation_is_exactly_linear_gaussian(
+        law: str | None) -> None:
+    task = linear_family(3, 6, 0.5, SX, SW, x_law=law)
+    reference = LinearGaussian(3, 6, 0.5, SX, SW)
+    assert type(task) is LinearGaussian
+    assert np.array_equal(task.sigma_x, SX) and np.array_equal(task.sigma_w, SW)
+    a = task.sample_prompts(32, make_generator(0, "p"))
+    b = reference.sample_prompts(32, make_generator(0, "p"))
+    assert torch.equal(a.X, b.X) and torch.equal(a.y_q, b.y_q)
+    assert isinstance(linear_family(3, 6, 0.5, x_law="rademacher"), LinearLawTask)
+    assert isinstance(linear_family(3, 6, 0.5, context_correlation=0.0), LinearLawTask)
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_the_family_names_context_correlation_when_it_is_outside_the_unit_interval(
+        rho: float) -> None:
+    if math.isfinite(rho) and -1 < rho < 1:
+        assert linear_family(2, 3, 0.5, context_correlation=rho).correlated
+    else:
+        with pytest.raises(ConfigError, match="context_correlation must be a number in") as error:
+            linear_family(2, 3, 0.5, context_correlation=rho)
+        assert "\n" not in str(error.value)
+
+
+def test_the_family_refuses_what_does_not_combine() -> None:
+    with pytest.raises(ConfigError, match=r"need x_law gaussian.*'uniform'"):
+        linear_family(2, 3, 0.5, x_law="uniform", context_correlation=0.5)
+    with pytest.raises(ConfigError, match="not both"):
+        linear_family(2, 3, 0.5, context_correlation=0.5, context_covariance=np.eye(4))
+    with pytest.raises(ConfigError, match=r"context_covariance: .*shape \(4, 4\)"):
+        linear_family(2, 3, 0.5, context_covariance=np.eye(3))
+    with pytest.raises(ConfigError, match="student-t needs NU > 4"):
+        linear_family(2, 3, 0.5, x_law="student-t:4")
+
+
+def test_a_law_that_is_not_iid_keeps_its_coordinate_axis(tmp_path: Path) -> None:
+    # Coordinate 0 is +-1 (mu4 = 1), the others N(0, 1) (mu4 = 3): E[x_k^4] tells them apart.
+    (tmp_path / "mixed_law.py").write_text(
+        "import torch\n"
+        "def draw(shape, generator, dtype):\n"
+        "    z = torch.randn(shape, generator=generator, dtype=dtype)\n"
+        "    z[..., 0] = torch.randint(0, 2, shape[:-1], generator=generator).to(dtype) * 2 - 1\n"
+        "    return z\n")
+    task = LinearLawTask(3, 2, 0.0, law=parse_law(f"{tmp_path / 'mixed_law.py'}:draw"))
+    x = task.sample_inputs(40_000, make_generator(0, "x"), torch.float64).reshape(-1, 3)
+    fourth, se = _mean_and_se(x**4)
+    assert torch.all((fourth - torch.tensor([1.0, 3.0, 3.0], dtype=F64)).abs() <= 4 * se + 1e-12)

@@ -61,6 +61,21 @@ def test_relu_moments() -> None:
     _within(y[:, 0] * y[:, 1] * (X[:, 0] * X[:, 1]).sum(-1), 0.25)
 
 
+def test_relu_noise_query_and_layout() -> None:
+    # With noise: E[y^2] = 1/2 + sigma^2; positions share u but not noise, so
+    # E[y_1 y_q] = E[relu(t_1)] E[relu(t_q)] = 1/(2 pi); x_q ~ N(0, I).
+    sigma = 0.7
+    p = ReluTask(d=3, n=2, sigma=sigma).sample_prompts(200_000, make_generator(7, "relu"),
+                                                       torch.float64)
+    y, y_q, x_q = p.y.numpy(), p.y_q.numpy(), p.x_q.numpy()
+    _within(y_q**2, 0.5 + sigma**2)
+    _within(y[:, 1] * y_q, 1 / (2 * math.pi))
+    _within(x_q[:, 0] * x_q[:, 1], 0.0)
+    _within(x_q[:, 2] ** 2, 1.0)
+    assert p.X.stride(0) == 1 and p.y.stride(0) == 1        # drawn with the batch innermost
+    assert (ReluTask(3, 2, 0.0).sample_prompts(100, make_generator(0, "r")).y >= 0).all()
+
+
 def test_two_layer_moments_and_weight_law() -> None:
     # A = E f^2 = 1/2 and G = E||g_f||^2 = 1/4 for every width (iclab.theory.rotation_invariant).
     task = TwoLayerReluTask(d=3, n=2, sigma=0.0, width=5)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.tasks.linear_law import LinearLawTask
 from iclab.tasks.nonlinear import FunctionTask, ReluTask, TwoLayerReluTask
 from iclab.tasks.registry import FAMILY_NAMES, FamilyRegistry, make_family
 
@@ -49,6 +50,23 @@ def test_options_that_do_not_apply_are_refused() -> None:
         make_family("anisotropic", 2, 5, 0.1, cov_w=np.eye(2))
     with pytest.raises(ConfigError, match="width must be an integer >= 1"):
         make_family("two-layer-relu", 3, 5, 0.1, width=0)
+
+
+def test_covariate_laws_and_correlations_are_parameters_of_the_linear_family() -> None:
+    registry = FamilyRegistry()
+    entry = registry.entry("linear-gaussian")
+    assert {"x_law", "context_correlation", "context_covariance"} <= set(entry.parameters)
+    task = registry.make_family("linear-gaussian", 3, 5, 0.1, x_law="laplace")
+    assert isinstance(task, LinearLawTask) and task.covariate_law.spec == "laplace"
+    correlated = registry.make_family("linear-gaussian", 3, 5, 0.1,
+                                      context_covariance=2 * np.eye(6))
+    assert isinstance(correlated, LinearLawTask) and correlated.correlated
+    for family in ("relu", "two-layer-relu", "anisotropic"):
+        for key, value in (("x_law", "uniform"), ("context_correlation", 0.5)):
+            with pytest.raises(ConfigError) as error:
+                registry.make_family(family, 3, 5, 0.1, **{key: value})
+            assert str(error.value) == (f"{key} applies only to family linear-gaussian, "
+                                        f"not {family!r}")
 
 
 def test_registering_a_user_family() -> None:

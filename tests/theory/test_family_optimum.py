@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -11,7 +13,9 @@ import torch
 from iclab.algorithms.gd import OneStepGD
 from iclab.errors import ConfigError
 from iclab.seeding import make_generator
+from iclab.tasks.covariate_laws import CovariateLaw, parse_law
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.tasks.linear_law import LinearLawTask
 from iclab.tasks.nonlinear import FunctionTask, ReluTask, TwoLayerReluTask, anisotropic_task
 from iclab.theory.family_optimum import CLOSED_FORM, MONTE_CARLO, family_optimum
 from iclab.theory.gaussian import eta_star_isotropic, gaussian_optimum, loss_star_isotropic
@@ -38,19 +42,25 @@ def test_relu_closed_form() -> None:
 
 def test_relu_loss_formula_against_simulated_gd() -> None:
     # The loss of one-step GD with step eta on relu prompts, by direct simulation, is L* at
-    # eta*, and larger 20% away from it.
+    # eta*, and larger 20% away from it: by L(eta) - L* = (eta - eta*)^2 (n/4) / eta*, a
+    # quadratic with its minimum L* at eta*, compared on the same prompts (paired).
     n, d, sigma = 6, 3, 0.5
     optimum = relu_optimum(n, d, sigma)
     prompts = ReluTask(d, n, sigma).sample_prompts(400_000, make_generator(0, "sim"),
                                                    torch.float64)
-    for factor in (1.0, 0.8, 1.2):
-        errors = (OneStepGD(factor * optimum.eta)(prompts.X, prompts.y, prompts.x_q)
-                  - prompts.y_q) ** 2
-        mean, stderr = float(errors.mean()), float(errors.std() / math.sqrt(errors.numel()))
-        if factor == 1.0:
-            assert abs(mean - optimum.loss) <= 3 * stderr
-        else:
-            assert mean > optimum.loss + 3 * stderr
+
+    def errors(factor: float) -> torch.Tensor:
+        predictions = OneStepGD(factor * optimum.eta)(prompts.X, prompts.y, prompts.x_q)
+        return (predictions - prompts.y_q) ** 2
+
+    at_optimum = errors(1.0)
+    stderr = float(at_optimum.std() / math.sqrt(at_optimum.numel()))
+    assert abs(float(at_optimum.mean()) - optimum.loss) <= 3 * stderr
+    for factor in (0.8, 1.2):
+        excess = errors(factor) - at_optimum
+        mean, stderr = float(excess.mean()), float(excess.std() / math.sqrt(excess.numel()))
+        expected = (factor - 1.0) ** 2 * optimum.eta * n / 4
+        assert mean > 3 * stderr and abs(mean - expected) <= 4 * stderr
 
 
 def test_relu_monte_carlo_meets_the_closed_form_and_the_precision() -> None:
@@ -155,3 +165,53 @@ def test_generic_monte_carlo_on_a_heavy_tailed_family() -> None:
     assert estimate.eta_stderr <= 0.005 * estimate.eta
     assert abs(estimate.eta - eta) <= 3 * estimate.eta_stderr
     assert abs(estimate.loss - (A + sigma**2 - n * eta * G)) <= 3 * estimate.loss_stderr
+
+
+@dataclass(frozen=True)
+class DeclaredLawTask:
+    """Not a LinearLawTask: only the attributes a family with a covariate law declares."""
+
+    d: int = 3
+    n: int = 7
+    sigma: float = 0.4
+    name: str = "mine"
+    statistics: bool = False
+    gaussian: bool = False
+    rotation_invariant: bool = False
+    sign_symmetric: bool = True
+    covariate_law: CovariateLaw = field(default_factory=lambda: parse_law("uniform"))
+    correlated: bool = False
+
+    @property
+    def sigma_x(self) -> np.ndarray:
+        return np.eye(self.d)
+
+    @property
+    def sigma_w(self) -> np.ndarray:
+        return np.eye(self.d)
+
+    @property
+    def position_covariance(self) -> np.ndarray:
+        return np.eye(self.n + 1)
+
+
+def test_a_declared_covariate_law_is_asked_for_not_a_class() -> None:
+    # Uniform coordinates, identity covariances: Gamma* = I / (mu4 + n + d - 2 + sigma^2).
+    task = DeclaredLawTask()
+    optimum = family_optimum(task)  # type: ignore[arg-type]
+    expected = 1 / (9 / 5 + task.n + task.d - 2 + task.sigma**2)
+    assert optimum.method == CLOSED_FORM and optimum.isotropic
+    assert optimum.eta == pytest.approx(expected, rel=1e-13)
+    assert np.allclose(optimum.gamma, expected * np.eye(3), rtol=0, atol=1e-15)
+    assert optimum.n_eff is None and optimum.to_json()["n_eff"] is None
+    estimate = family_optimum(task, monte_carlo=True, seed=3)  # type: ignore[arg-type]
+    assert estimate.method == MONTE_CARLO and estimate.stderr is not None
+    assert abs(estimate.loss - optimum.loss) <= 4 * estimate.stderr["loss"]
+
+
+def test_correlated_contexts_report_n_eff_and_json_has_no_infinity() -> None:
+    optimum = family_optimum(LinearLawTask(5, 20, 0.5, rho=0.5))
+    assert optimum.n_eff is not None and 13 < optimum.n_eff < 14
+    assert optimum.to_json()["n_eff"] == optimum.n_eff
+    unbounded = replace(optimum, n_eff=math.inf)
+    assert json.loads(json.dumps(unbounded.to_json(), allow_nan=False))["n_eff"] is None

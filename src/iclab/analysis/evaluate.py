@@ -70,9 +70,10 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int) -> di
     gamma_star_isotropic, vs_optimal_gd (and, for a model without a read-out on a Gaussian
     family, vs_ridge and vs_ols too, each with the reference's own loss). With a read-out:
     eta_hat, eta_rel_err, isotropy_err, gamma, gamma_parts ({"uy_Mx", "my_ux"}, summing to
-    gamma), gamma_rel_err, nuisance. Where
-    the optimum is a Monte Carlo estimate (user families): method, eta_star_stderr and
-    loss_star_stderr.
+    gamma), gamma_rel_err, nuisance. Where the optimum is a Monte Carlo estimate (user
+    families, user covariate laws): method, eta_star_stderr and loss_star_stderr. For
+    correlated contexts: n_eff, the number of independent examples worth as much as the
+    prompt's n.
     """
     optimum = family_optimum(task, seed=seed)
     eta_star = optimum.eta_or_trace
@@ -103,6 +104,8 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int) -> di
         "vs_optimal_gd": compare_with(cpu64(model), PreconditionedGD(optimum.gamma),
                                       nuisance_set),
     })
+    if optimum.n_eff is not None and math.isfinite(optimum.n_eff):
+        result["n_eff"] = optimum.n_eff
     if is_deep(model):
         steps = depth_optimum(model, task, seed)
         result.update(depth_results(model, cpu64(model), task, steps,  # type: ignore[arg-type]

@@ -10,12 +10,15 @@ import click
 import numpy as np
 
 from iclab.errors import ConfigError
-from iclab.tasks.base import check_scalars
+from iclab.tasks.base import TaskFamily, check_scalars
 from iclab.tasks.covariance import load_covariance
-from iclab.tasks.registry import Family, make_family
+from iclab.tasks.registry import FamilyRegistry
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
 from iclab.theory.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
 from iclab.theory.rotation_invariant import DEFAULT_PRECISION
+
+LAW_HELP = ("Law of the covariates, x = Sigma_x^(1/2) z: gaussian, uniform, rademacher, laplace, "
+            "student-t:NU (NU > 4) or MODULE:FUNCTION (linear-gaussian only) [default: gaussian].")
 
 
 def _with_stderr(value: float | None, stderr: dict[str, Any] | None, key: str) -> str:
@@ -26,19 +29,23 @@ def _with_stderr(value: float | None, stderr: dict[str, Any] | None, key: str) -
     return f"{value:.6g} ± {stderr[key]:.2g}"
 
 
-def format_optimum(family: str, task: Family, optimum: FamilyOptimum) -> str:
+def format_optimum(family: str, task: TaskFamily, optimum: FamilyOptimum) -> str:
     """A readable table of the optimum, Gamma* below it."""
     bayes = "-" if optimum.bayes_loss is None else (
         f"{optimum.bayes_loss:.6g} ± {optimum.bayes_loss_stderr or 0.0:.2g}")
-    rows = [
-        ("family", family),
-        ("d, n, sigma", f"{task.d}, {task.n}, {task.sigma:g}"),
+    law = getattr(task, "covariate_law", None)
+    rows = [("family", family), ("d, n, sigma", f"{task.d}, {task.n}, {task.sigma:g}")]
+    if law is not None:
+        rows.append(("x law", law.spec))
+    rows += [
         ("method", optimum.method),
         ("eta* (step size)", _with_stderr(optimum.eta, optimum.stderr, "eta")
          if optimum.eta is not None else "- (Gamma* is not a multiple of I)"),
         ("optimal LSA loss", _with_stderr(optimum.loss, optimum.stderr, "loss")),
         ("Bayes risk", bayes),
     ]
+    if optimum.n_eff is not None:
+        rows.append(("n_eff (independent examples worth as much)", f"{optimum.n_eff:.6g}"))
     width = max(len(name) for name, _ in rows)
     lines = [f"{name:<{width}}  {value}" for name, value in rows]
     lines.append("Gamma* =")
@@ -58,6 +65,14 @@ def format_steps(steps: MultiStepOptimum) -> str:
     ])
 
 
+def _files_apply(family: str, files: dict[str, str | None]) -> None:
+    given = [name for name, path in files.items() if path is not None]
+    if given and family != "linear-gaussian":
+        verb = "applies" if len(given) == 1 else "apply"
+        raise ConfigError(f"{'/'.join(given)} {verb} only to --family linear-gaussian, not "
+                          f"{family!r}")
+
+
 @click.command("theory")
 @click.option("--d", "d", type=int, required=True, help="Input dimension d >= 1.")
 @click.option("--n", "n", type=int, required=True, help="Examples per prompt n >= 1.")
@@ -70,6 +85,13 @@ def format_steps(steps: MultiStepOptimum) -> str:
               help="linear-gaussian, relu, two-layer-relu, anisotropic or MODULE:FUNCTION.")
 @click.option("--width", type=int, default=None,
               help="Hidden width m of two-layer-relu [default: 8].")
+@click.option("--x-law", type=str, default=None, help=LAW_HELP)
+@click.option("--context-correlation", type=float, default=None,
+              help="AR(1) correlation rho in (-1, 1) between a prompt's positions, the query "
+                   "last (linear-gaussian, gaussian x law).")
+@click.option("--context-covariance", type=click.Path(dir_okay=False),
+              help="Covariance R of a prompt's positions as an (n+1, n+1) .npy file, the query "
+                   "last (linear-gaussian, gaussian x law).")
 @click.option("--monte-carlo", is_flag=True,
               help="Estimate by Monte Carlo even where a closed form exists.")
 @click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
@@ -86,14 +108,17 @@ def format_steps(steps: MultiStepOptimum) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def theory_command(
     d: int, n: int, sigma: float, cov_x: str | None, cov_w: str | None, family: str,
-    width: int | None, monte_carlo: bool, precision: float, bayes_prompts: int,
+    width: int | None, x_law: str | None, context_correlation: float | None,
+    context_covariance: str | None, monte_carlo: bool, precision: float, bayes_prompts: int,
     layers: int | None, preconditioned: bool, seed: int, as_json: bool,
 ) -> None:
     """The optimal one-layer LSA for a task family: Gamma*, eta*, its loss and the Bayes risk.
 
     JSON keys: gamma (d x d), eta (null where Gamma* is not a multiple of I), loss,
     bayes_loss (null where not defined), method ("closed-form" or "monte-carlo"), stderr
-    (standard errors of the Monte Carlo values, null for closed forms), and the inputs.
+    (standard errors of the Monte Carlo values, null for closed forms), n_eff (correlated
+    contexts: the number of independent examples worth as much; null otherwise), and the
+    inputs.
     """
     check_scalars(d, n, sigma)
     if layers is not None and not 1 <= layers <= MAX_LAYERS:
@@ -102,12 +127,18 @@ def theory_command(
         raise ConfigError(f"--bayes-prompts must be an integer >= 2, got {bayes_prompts}")
     if not (math.isfinite(precision) and precision > 0):
         raise ConfigError(f"--precision must be a finite number > 0, got {precision}")
-    make_family(family, d, n, sigma, width)  # the family name and width before any file
-    if (cov_x is not None or cov_w is not None) and family != "linear-gaussian":
-        raise ConfigError(f"--cov-x/--cov-w apply only to --family linear-gaussian, not {family!r}")
+    families = FamilyRegistry()
+    law = None if x_law == "gaussian" else x_law  # the default, as in iclab train
+    scalars: dict[str, Any] = {"x_law": law, "context_correlation": context_correlation}
+    families.make_family(family, d, n, sigma, width, **scalars)  # every scalar before any file
+    _files_apply(family, {"--cov-x": cov_x, "--cov-w": cov_w,
+                          "--context-covariance": context_covariance})
     sigma_x = None if cov_x is None else load_covariance(cov_x, d)
     sigma_w = None if cov_w is None else load_covariance(cov_w, d)
-    task = make_family(family, d, n, sigma, width, sigma_x, sigma_w)
+    positions = None if context_covariance is None else load_covariance(context_covariance,
+                                                                         n + 1)
+    task = families.make_family(family, d, n, sigma, width, sigma_x, sigma_w, **scalars,
+                                context_covariance=positions)
     optimum = family_optimum(task, monte_carlo=monte_carlo, precision=precision, seed=seed,
                              bayes=True, bayes_prompts=bayes_prompts)
     if preconditioned and layers is None:
@@ -125,7 +156,10 @@ def theory_command(
     if sigma_x is not None or sigma_w is not None:
         record["cov_x"] = None if sigma_x is None else np.asarray(sigma_x).tolist()
         record["cov_w"] = None if sigma_w is None else np.asarray(sigma_w).tolist()
+    record.update({key: value for key, value in scalars.items() if value is not None})
+    if positions is not None:
+        record["context_covariance"] = positions.tolist()
     record.update(optimum.to_json())
     if steps is not None:
         record.update(steps.to_json())
-    click.echo(json.dumps(record))
+    click.echo(json.dumps(record, allow_nan=False))

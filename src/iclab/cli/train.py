@@ -19,7 +19,9 @@ from iclab.models.registry import ModelRegistry
 from iclab.runs.pipeline import run_training
 from iclab.tasks.covariance import load_covariance
 
-COVARIANCES = ("cov_x", "cov_w")
+COVARIANCES = ("cov_x", "cov_w", "context_covariance")
+"""The matrix options, read from .npy files: cov_x, cov_w are (d, d), context_covariance is
+(n+1, n+1)."""
 
 
 def _row(result: dict[str, Any], key: str, label: str, fmt: str) -> tuple[str, str] | None:
@@ -104,11 +106,15 @@ def config_from_options(values: dict[str, Any], registry: ModelRegistry) -> Trai
     if covariances:
         family = config.task.family
         if family != "linear-gaussian":
-            raise ConfigError(f"--cov-x/--cov-w apply only to --family linear-gaussian, "
-                              f"not {family!r}")
+            flags = "/".join(flag_name(k) for k in covariances)
+            verb = "applies" if len(covariances) == 1 else "apply"
+            raise ConfigError(f"{flags} {verb} only to --family linear-gaussian, not "
+                              f"{family!r}")
         config.validate(models=registry)  # scalar options first, before any file is read
-        d = config.task.d
-        scalars.update({k: load_covariance(v, d).tolist() for k, v in covariances.items()})
+        sizes = {"cov_x": config.task.d, "cov_w": config.task.d,
+                 "context_covariance": config.task.n + 1}
+        scalars.update({k: load_covariance(v, sizes[k]).tolist()
+                        for k, v in covariances.items()})
         config = TrainConfig.from_json(scalars, registry)
     return config.validate(models=registry)
 

@@ -1,6 +1,7 @@
 """The exact, JSON-serialisable configuration of a training run, in four typed sections.
 
-- ``TaskConfig``: the task family and its parameters (d, n, sigma, family, width, cov_x, cov_w);
+- ``TaskConfig``: the task family and its parameters (d, n, sigma, family, width, cov_x, cov_w,
+  and the linear family's x_law, context_correlation, context_covariance);
 - the model: a name (``model``, default ``lsa``) and that model's own options object (for
   ``lsa``: key_dim, value_dim, normalise, attend_query, init_scale, init);
 - ``OptimConfig``: steps, batch, lr, lr_schedule, sampler, exact;
@@ -53,6 +54,16 @@ class TaskConfig:
                           "or MODULE:FUNCTION or FILE.py:FUNCTION.")
     width: int | None = setting(None, "Hidden width m of two-layer-relu [default: 8].",
                                 minimum=1, maximum=100_000)
+    x_law: str = setting(
+        "gaussian", "Law of the covariates, x = Sigma_x^(1/2) z: gaussian, uniform, rademacher, "
+        "laplace, student-t:NU (NU > 4) or MODULE:FUNCTION (linear-gaussian only).",
+        omit_default=True)
+    context_correlation: float | None = setting(
+        None, "AR(1) correlation rho in (-1, 1) between a prompt's positions, the query "
+        "last (linear-gaussian, gaussian x_law).", omit_default=True)
+    context_covariance: list[list[float]] | None = setting(
+        None, "Covariance R of a prompt's positions as an (n+1, n+1) .npy file, the query "
+        "last (linear-gaussian, gaussian x_law).", omit_default=True)
 
 
 @dataclass(frozen=True)
@@ -185,12 +196,19 @@ class TrainConfig:
     # --- what the config describes ---------------------------------------------------------
 
     def make_task(self, families: FamilyRegistry | None = None) -> TaskFamily:
-        """The task family this run trains on."""
+        """The task family this run trains on. Parameters at their defaults are not passed,
+        so a family that does not take them is not asked to."""
         t = self.task
-        cov_x = None if t.cov_x is None else np.asarray(t.cov_x, dtype=np.float64)
-        cov_w = None if t.cov_w is None else np.asarray(t.cov_w, dtype=np.float64)
+
+        def matrix(value: list[list[float]] | None) -> np.ndarray | None:
+            return None if value is None else np.asarray(value, dtype=np.float64)
+
         registry = families or FamilyRegistry()
-        return registry.make_family(t.family, t.d, t.n, float(t.sigma), t.width, cov_x, cov_w)
+        return registry.make_family(
+            t.family, t.d, t.n, float(t.sigma), t.width, matrix(t.cov_x), matrix(t.cov_w),
+            x_law=None if t.x_law == TaskConfig.x_law else t.x_law,
+            context_correlation=t.context_correlation,
+            context_covariance=matrix(t.context_covariance))
 
     def model_class(self, models: ModelRegistry | None = None) -> type[Model]:
         """The registered class; it builds ``built_class()`` for these options."""
@@ -232,11 +250,20 @@ class TrainConfig:
         if self.optim.sampler == "statistics" and not supports_statistics(task, model_class):
             raise ConfigError(
                 f"sampler statistics needs a family with the sufficient-statistic sampler "
-                f"(linear-gaussian, anisotropic) and a model that reads it; got family "
-                f"{self.task.family!r}, model {self.model_name!r}; use prompts or auto")
+                f"(linear-gaussian with Gaussian independent covariates, anisotropic) and a "
+                f"model that reads it; got family {self.task.family!r}{self._law_note()}, "
+                f"model {self.model_name!r}; use prompts or auto")
         if self.optim.exact:
             self._check_exact(task, model_class)
         return self
+
+    def _law_note(self) -> str:
+        """", x_law ..." / ", correlated contexts" where the linear family has them."""
+        t = self.task
+        note = "" if t.x_law == TaskConfig.x_law else f" with x_law {t.x_law!r}"
+        if t.context_correlation is not None or t.context_covariance is not None:
+            note += " with correlated contexts"
+        return note
 
     def _check_size(self) -> None:
         t, o = self.task, self.optim
@@ -254,9 +281,9 @@ class TrainConfig:
     def _check_exact(self, task: TaskFamily, model_class: type[Model]) -> None:
         if not task.gaussian or not model_class.has_exact_loss:
             raise ConfigError(
-                f"exact training needs a linear Gaussian family (linear-gaussian, anisotropic) "
-                f"and a model with an exact loss; got family {self.task.family!r}, model "
-                f"{self.model_name!r}")
+                f"exact training needs a linear Gaussian family (linear-gaussian with Gaussian "
+                f"independent covariates, anisotropic) and a model with an exact loss; got "
+                f"family {self.task.family!r}{self._law_note()}, model {self.model_name!r}")
         defaults = OptimConfig()
         for name in ("batch", "lr", "lr_schedule", "sampler"):
             default = getattr(defaults, name)

@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from iclab.config.train import SECTIONS
 from iclab.errors import ConfigError
 from iclab.experiments.spec import Point, Spec
+from iclab.fields import default_of, field_infos
 from iclab.io import atomic_write_text, read_json
 
 RESULT = "result.json"
@@ -28,14 +30,35 @@ RESULT_COLUMNS = (
 
 def config_columns(records: dict[str, RunRecord]) -> list[str]:
     """Every scalar config key of the runs, from the declarations (``iclab.config``): family
-    first, then in declaration order; covariances are summarised by their spec labels, and a
-    model's options appear once some run uses that model."""
+    first, then in declaration order; covariances are summarised by their spec labels (a
+    context_covariance column by its label), and a model's options appear once some run uses
+    that model."""
     names: dict[str, None] = {"family": None}
     for record in records.values():
         for key in record.point.config.to_json():
             if key not in ("cov_x", "cov_w"):
                 names.setdefault(key, None)
     return list(names)
+
+
+def _omitted_defaults() -> dict[str, Any]:
+    """The defaults of the run's fields that the JSON form leaves out while at them."""
+    defaults = {}
+    for cls in SECTIONS:
+        for name, (f, info) in field_infos(cls).items():
+            if info.omit_default:
+                defaults[name] = default_of(f)
+    return defaults
+
+
+def _config_cell(record: RunRecord, config: dict[str, Any], column: str) -> str:
+    """A run's value in ``column``: a position covariance by its label, a field left out of
+    the JSON form by its default (x_law "gaussian"), anything else as written."""
+    if column == "context_covariance":
+        return record.point.context_covariance_label
+    if column not in config:
+        return _cell(_omitted_defaults().get(column))
+    return _cell(config.get(column))
 
 
 @dataclass(frozen=True)
@@ -133,7 +156,7 @@ def results_rows(records: dict[str, RunRecord]) -> list[list[str]]:
         nuisance = result.get("nuisance") or {}
         numbers = {**result, "nuisance_max": max(nuisance.values()) if nuisance else None}
         rows.append([run_id, ";".join(record.point.groups),
-                     *(_cell(config.get(c)) for c in columns),
+                     *(_config_cell(record, config, c) for c in columns),
                      record.point.cov_x_label, record.point.cov_w_label,
                      *(_cell(numbers.get(c)) for c in RESULT_COLUMNS)])
     return rows

@@ -17,6 +17,8 @@ Schema (every key but ``groups`` is optional)::
     n = 10                            # any TrainConfig field; a list is a swept axis
     sigma = [0.0, 0.5, 1.0]
     cov_x = "S"                       # covariance expression; never an axis
+    x_law = ["gaussian", "uniform"]   # the linear family's covariate law (an axis here)
+    context_covariance = "R"          # (n+1, n+1) expression, like cov_x; never an axis
     [[claims]]                        # a verdict computed from a group's results
     section = "Theorem 1"
     kind = "eta"                      # see iclab.experiments.claim_kinds
@@ -34,6 +36,7 @@ Schema (every key but ``groups`` is optional)::
 A group expands to the Cartesian product of its list-valued fields (in the order written),
 each point once per seed. Covariance expressions: absent or null (identity), a name from
 ``[covariances]``, a (d, d) nested list, ``{diag = [...]}``, or ``{inverse = EXPR}``.
+``context_covariance`` (the linear family's position covariance) takes the same expressions.
 Every point becomes a TrainConfig, validated when the spec is loaded, and a run folder named
 by the hash of that config; a config reached by several groups is one run.
 """
@@ -43,7 +46,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from itertools import product
 from pathlib import Path
@@ -60,7 +63,7 @@ from iclab.plugins import is_plugin_reference
 BUILTIN_SPECS = ("reproduce", "reproduce-quick")
 _SPEC_KEYS = ("name", "description", "defaults", "covariances", "sections", "groups", "claims")
 _CLAIM_KEYS = ("section", "kind", "group", "tolerance", "statement", "separation")
-_COVARIANCE_FIELDS = ("cov_x", "cov_w")
+_COVARIANCE_FIELDS = ("cov_x", "cov_w", "context_covariance")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
@@ -71,13 +74,15 @@ def config_hash(config: TrainConfig) -> str:
 
 @dataclass(frozen=True)
 class Point:
-    """One run of a sweep: its config, folder name, the groups it belongs to, covariance labels."""
+    """One run of a sweep: its config, folder name, the groups it belongs to, covariance labels
+    (``context_covariance_label`` is "" where the positions are not given a covariance)."""
 
     config: TrainConfig
     run_id: str
     groups: tuple[str, ...]
     cov_x_label: str
     cov_w_label: str
+    context_covariance_label: str = ""
 
 
 @dataclass(frozen=True)
@@ -124,9 +129,7 @@ class Spec:
                 if known is None:
                     order[point.run_id] = point
                 elif group.name not in known.groups:
-                    order[point.run_id] = Point(known.config, known.run_id,
-                                                (*known.groups, group.name),
-                                                known.cov_x_label, known.cov_w_label)
+                    order[point.run_id] = replace(known, groups=(*known.groups, group.name))
         return list(order.values())
 
     def group(self, name: str) -> GroupSpec:
@@ -191,8 +194,10 @@ def _expand_group(
             except (ConfigError, TypeError) as error:
                 raise _fail(where, f"{error} (this installed iclab cannot run this group)") \
                     from None
+            positions = covariances["context_covariance"]
             points.append(Point(config, config_hash(config), (name,),
-                                covariances["cov_x"][1], covariances["cov_w"][1]))
+                                covariances["cov_x"][1], covariances["cov_w"][1],
+                                "" if positions[0] is None else positions[1]))
     return GroupSpec(name=name, points=tuple(points), axes=tuple(axes))
 
 

@@ -26,6 +26,7 @@ from iclab.batches import GaussianStatistics
 from iclab.errors import ConfigError
 from iclab.fields import setting
 from iclab.models.base import Model
+from iclab.models.lsa_prompts import prompts_prediction
 from iclab.models.lsa_statistics import statistics_prediction
 from iclab.models.readout import LinearReadout
 from iclab.tasks.base import nuisance_free_optimum
@@ -191,15 +192,23 @@ class LinearSelfAttention(Model):
         return (x_q @ u[:d]) * (x_q * Mx_q[:, :d]).sum(-1)
 
     def forward(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
-        """X: (B, n, d), y: (B, n), x_q: (B, d) -> yhat: (B,)."""
+        """X: (B, n, d), y: (B, n), x_q: (B, d) -> yhat: (B,).
+
+        Where a backward to the weights may follow (gradients recorded, prompts constant),
+        the sum over the prompt and its backward are one autograd node written out by hand
+        (``iclab.models.lsa_prompts``); otherwise the plain formula below, in the prompts'
+        own layout."""
         d, n = self.d, X.shape[1]
         u, M = self.effective()
-        Mx_q = x_q @ M.T                                         # (B, d+1)
-        a = X @ u[:d] + y * u[d]                                  # (B, n)  u . e_i
-        b = torch.bmm(X, Mx_q[:, :d, None]).squeeze(-1) + y * Mx_q[:, d, None]  # e_i . M x_q
-        yhat = (a * b).sum(-1)                                    # (B,)
+        if u.requires_grad and not (X.requires_grad or y.requires_grad or x_q.requires_grad):
+            yhat = prompts_prediction(self.W_K, self.W_Q, self.W_V, self.h, X, y, x_q)
+        else:
+            Mx_q = x_q @ M.T                                     # (B, d+1)
+            a = X @ u[:d] + y * u[d]                              # (B, n)  u . e_i
+            b = torch.bmm(X, Mx_q[:, :d, None]).squeeze(-1) + y * Mx_q[:, d, None]
+            yhat = (a * b).sum(-1)                                # (B,)
         if self.options.attend_query:
-            yhat = yhat + self._query_term(u, Mx_q, x_q)
+            yhat = yhat + self._query_term(u, x_q @ M.T, x_q)
         if self.options.normalise:
             yhat = yhat / n
         return yhat

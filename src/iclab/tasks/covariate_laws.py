@@ -8,7 +8,10 @@ x = Sigma_x^(1/2) z (``iclab.tasks.linear_law``). Each law here declares
 - ``fourth_moment``: mu4 = E[z_k^4] of one standardised coordinate (None where unknown);
 - ``product``: whether the coordinates are independent (then with mu4 the optimum has a closed
   form, see ``iclab.theory.covariate_optimum``);
-- ``spec``: the text ``parse_law`` reads it back from.
+- ``spec``: the text ``parse_law`` reads it back from;
+- optionally ``iid = True``: the coordinates are independent and identically distributed,
+  so a draw's axes may be arranged in any order (every built-in law; samplers then draw in
+  the layout they compute in).
 
 Built in (``LAW_NAMES``), with their standardised fourth moments:
 
@@ -76,6 +79,7 @@ class GaussianLaw:
     spec: str = field(default="gaussian", init=False)
     fourth_moment: float = field(default=3.0, init=False)
     product: bool = field(default=True, init=False)
+    iid = True
 
     def sample_standard(
         self, shape: tuple[int, ...], generator: torch.Generator,
@@ -91,13 +95,14 @@ class UniformLaw:
     spec: str = field(default="uniform", init=False)
     fourth_moment: float = field(default=9.0 / 5.0, init=False)
     product: bool = field(default=True, init=False)
+    iid = True
 
     def sample_standard(
         self, shape: tuple[int, ...], generator: torch.Generator,
         dtype: torch.dtype = torch.float32,
     ) -> torch.Tensor:
         u = torch.rand(shape, generator=generator, dtype=dtype, device=generator.device)
-        return (2 * u - 1) * math.sqrt(3.0)
+        return u.mul_(2 * math.sqrt(3.0)).sub_(math.sqrt(3.0))     # (2 u - 1) sqrt 3
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,7 @@ class RademacherLaw:
     spec: str = field(default="rademacher", init=False)
     fourth_moment: float = field(default=1.0, init=False)
     product: bool = field(default=True, init=False)
+    iid = True
 
     def sample_standard(
         self, shape: tuple[int, ...], generator: torch.Generator,
@@ -123,6 +129,7 @@ class LaplaceLaw:
     spec: str = field(default="laplace", init=False)
     fourth_moment: float = field(default=6.0, init=False)
     product: bool = field(default=True, init=False)
+    iid = True
 
     def sample_standard(
         self, shape: tuple[int, ...], generator: torch.Generator,
@@ -161,6 +168,8 @@ class StudentTLaw:
     @property
     def product(self) -> bool:
         return True
+
+    iid = True
 
     def sample_standard(
         self, shape: tuple[int, ...], generator: torch.Generator,

@@ -15,6 +15,14 @@ f(x) = w^T x with w ~ N(0, Sigma_w), labels y = f(x) + sigma eps with eps ~ N(0,
 
 Correlated contexts need the Gaussian law (their optimum is the closed form of
 ``iclab.theory.correlated_contexts``); anything else is refused.
+
+It is a part of the ``linear-gaussian`` family, not a family of its own: ``linear_family``
+builds today's ``LinearGaussian`` for Gaussian, independent covariates and a
+``LinearLawTask`` otherwise. Its declared capabilities (``iclab.tasks.base.TaskFamily``): no
+sufficient-statistic sampler and no Gaussian theory (whole prompts, its own optimum), sign
+symmetry (w -> -w), rotation invariance for Gaussian covariates with Sigma_x = I and
+Sigma_w = c I, and ``covariate_law``, which the theory asks for
+(``iclab.theory.covariate_optimum``).
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ import torch
 from iclab.errors import ConfigError
 from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.covariance import validate_covariance
-from iclab.tasks.covariate_laws import CovariateLaw, GaussianLaw
+from iclab.tasks.covariate_laws import CovariateLaw, GaussianLaw, parse_law
+from iclab.tasks.linear_gaussian import LinearGaussian
 
 
 def symmetric_sqrt(matrix: np.ndarray) -> np.ndarray:
@@ -71,7 +80,11 @@ class LinearLawTask:
     position_cov: np.ndarray | None = None
     _root_x: np.ndarray | None = field(init=False, repr=False, compare=False)
     _chol_w: np.ndarray | None = field(init=False, repr=False, compare=False)
-    _root_r: np.ndarray | None = field(init=False, repr=False, compare=False)
+    _mix: np.ndarray | None = field(init=False, repr=False, compare=False)
+    name = "linear-gaussian"
+    statistics = False
+    gaussian = False
+    sign_symmetric = True
 
     def __post_init__(self) -> None:
         check_scalars(self.d, self.n, self.sigma)
@@ -89,14 +102,18 @@ class LinearLawTask:
             raise ConfigError(
                 f"correlated contexts need the gaussian covariate law, got {self.law.spec!r}"
             )
+        # C (n+1, n+1) with [x_1 .. x_(n+1)] = C [z_1 .. z_(n+1)] position by position: the
+        # symmetric root of R, or for AR(1) the lower Cholesky factor of rho^|i-j| (the
+        # recursion x_(i+1) = rho x_i + sqrt(1 - rho^2) z_(i+1) written as one product).
+        mix = None
         if self.rho is not None:
             object.__setattr__(self, "rho", _check_rho(self.rho))
-        root_r = None
+            mix = np.linalg.cholesky(ar1_position_covariance(self.n, self.rho))
         if self.position_cov is not None:
             R = validate_covariance(self.position_cov, self.n + 1, "position covariance")
             object.__setattr__(self, "position_cov", R)
-            root_r = symmetric_sqrt(R)
-        object.__setattr__(self, "_root_r", root_r)
+            mix = symmetric_sqrt(R)
+        object.__setattr__(self, "_mix", mix)
 
     @property
     def sigma_x(self) -> np.ndarray:
@@ -107,6 +124,20 @@ class LinearLawTask:
     def sigma_w(self) -> np.ndarray:
         """Sigma_w as a float64 (d, d) array."""
         return np.eye(self.d) if self.cov_w is None else self.cov_w
+
+    @property
+    def covariate_law(self) -> CovariateLaw:
+        """The law of the covariates' standardised coordinates (the theory asks for it)."""
+        return self.law
+
+    @property
+    def rotation_invariant(self) -> bool:
+        """Gaussian covariates (correlated or not) with Sigma_x = I and Sigma_w = c I: the law
+        of a prompt is invariant under one rotation of every input and of w."""
+        sigma_w = self.sigma_w
+        return (isinstance(self.law, GaussianLaw)
+                and bool(np.array_equal(self.sigma_x, np.eye(self.d)))
+                and bool(np.array_equal(sigma_w, sigma_w[0, 0] * np.eye(self.d))))
 
     @property
     def correlated(self) -> bool:
@@ -122,44 +153,81 @@ class LinearLawTask:
             return ar1_position_covariance(self.n, self.rho)
         return np.eye(self.n + 1)
 
-    def _correlate(self, z: torch.Tensor) -> torch.Tensor:
-        """z: (B, n+1, d) independent positions -> correlated positions, same shape."""
-        if self._root_r is not None:
-            root = torch.as_tensor(self._root_r, dtype=z.dtype, device=z.device)
-            return torch.einsum("ij,bjd->bid", root, z)
-        if self.rho is None:
+    def _inputs_batch_inner(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype
+    ) -> torch.Tensor:
+        """All n + 1 inputs of ``batch`` prompts, the query last: (d, n+1, B), batch axis
+        innermost. A law that declares ``iid`` coordinates is drawn in this layout directly;
+        any other law along its last axis, then transposed."""
+        d, positions = self.d, self.n + 1
+        if getattr(self.law, "iid", False):
+            z = self.law.sample_standard((d, positions, batch), generator, dtype)
+        else:
+            drawn = self.law.sample_standard((batch, positions, d), generator, dtype)
+            z = drawn.permute(2, 1, 0).contiguous()
+        if self._mix is not None:
+            mixing = torch.as_tensor(self._mix, dtype=dtype, device=z.device)
+            z = torch.matmul(mixing, z)                               # (d, n+1, B)
+        if self._root_x is None:
             return z
-        rho, innovation = self.rho, math.sqrt(1.0 - self.rho**2)
-        positions = [z[:, 0]]
-        for i in range(1, self.n + 1):
-            positions.append(rho * positions[-1] + innovation * z[:, i])
-        return torch.stack(positions, dim=1)
+        root = torch.as_tensor(self._root_x, dtype=dtype, device=z.device)
+        return (root @ z.reshape(d, -1)).view(d, positions, batch)
 
     def sample_inputs(
         self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
     ) -> torch.Tensor:
-        """All n + 1 inputs of ``batch`` prompts, the query last: (B, n+1, d)."""
-        z = self.law.sample_standard((batch, self.n + 1, self.d), generator, dtype)
-        z = self._correlate(z)
-        if self._root_x is None:
-            return z
-        root = torch.as_tensor(self._root_x, dtype=dtype, device=z.device)
-        return z @ root                                          # root is symmetric
+        """All n + 1 inputs of ``batch`` prompts, the query last: (B, n+1, d) (a view of a
+        batch-innermost tensor)."""
+        return self._inputs_batch_inner(batch, generator, dtype).permute(2, 1, 0)
 
     def sample_prompts(
         self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
     ) -> Prompts:
-        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
+        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,), as views of
+        batch-innermost tensors (``Prompts.from_batch_inner``): the inputs, then w, then
+        (when sigma > 0) the noise."""
         device = generator.device
-        inputs = self.sample_inputs(batch, generator, dtype)         # (B, n+1, d)
-        noise = torch.randn(batch, self.n + 1, generator=generator, dtype=dtype, device=device)
-        w = torch.randn(batch, self.d, generator=generator, dtype=dtype, device=device)
+        inputs = self._inputs_batch_inner(batch, generator, dtype)        # (d, n+1, B)
+        w = torch.randn(self.d, batch, generator=generator, dtype=dtype, device=device)
         if self._chol_w is not None:
-            w = w @ torch.as_tensor(self._chol_w, dtype=dtype, device=device).T
-        labels = torch.einsum("bkd,bd->bk", inputs, w) + self.sigma * noise  # (B, n+1)
-        return Prompts(
-            X=inputs[:, : self.n].contiguous(),
-            y=labels[:, : self.n].contiguous(),
-            x_q=inputs[:, self.n].contiguous(),
-            y_q=labels[:, self.n].contiguous(),
-        )
+            w = torch.as_tensor(self._chol_w, dtype=dtype, device=device) @ w
+        labels = (inputs * w[:, None, :]).sum(0)                          # (n+1, B)
+        if self.sigma > 0:
+            noise = torch.randn(self.n + 1, batch, generator=generator, dtype=dtype,
+                                device=device)
+            labels.add_(noise, alpha=float(self.sigma))
+        return Prompts.from_batch_inner(inputs, labels)
+
+
+def linear_family(
+    d: int, n: int, sigma: float, cov_x: np.ndarray | None = None,
+    cov_w: np.ndarray | None = None, x_law: str | None = None,
+    context_correlation: float | None = None, context_covariance: np.ndarray | None = None,
+) -> LinearGaussian | LinearLawTask:
+    """The ``linear-gaussian`` family with its parameters (None: not given).
+
+    With the Gaussian law (or none given) and no correlation or position covariance it is
+    exactly ``LinearGaussian`` (same draws, same sampler, same Bayes risk); otherwise a
+    ``LinearLawTask``. Errors name the config keys.
+    """
+    if x_law in (None, "gaussian") and context_correlation is None \
+            and context_covariance is None:
+        return LinearGaussian(d, n, sigma, cov_x, cov_w)
+    law = parse_law("gaussian" if x_law is None else x_law)
+    if context_correlation is not None:
+        rho = context_correlation
+        if isinstance(rho, bool) or not isinstance(rho, int | float) \
+                or not math.isfinite(rho) or not -1 < rho < 1:
+            raise ConfigError(f"context_correlation must be a number in (-1, 1), got {rho!r}")
+    correlated = context_correlation is not None or context_covariance is not None
+    if context_correlation is not None and context_covariance is not None:
+        raise ConfigError("give context_correlation or context_covariance, not both")
+    if correlated and not isinstance(law, GaussianLaw):
+        raise ConfigError(f"context_correlation and context_covariance need x_law gaussian "
+                          f"(correlated contexts are Gaussian), got x_law {law.spec!r}")
+    if context_covariance is not None:
+        check_scalars(d, n, sigma)
+        context_covariance = validate_covariance(context_covariance, n + 1,
+                                                 "context_covariance")
+    return LinearLawTask(d, n, sigma, cov_x, cov_w, law, context_correlation,
+                         context_covariance)

@@ -14,7 +14,10 @@ prompt's inputs (docs/theory.md section 5):
   The default lambda is linearly spaced from 1/4 to 4 (``default_anisotropic_lambda``).
 
 Labels are y = f(x) + sigma * eps with eps ~ N(0, 1). Each family's ``draw_values`` is the one
-place its law is written; ``sample_prompts`` wraps it the same way for every family.
+place its law is written; ``sample_prompts`` wraps it the same way for every family, except
+``ReluTask``, whose training sampler draws the same law with the batch axis innermost (the
+layout of ``iclab.models.lsa_prompts``, several times faster than drawing, evaluating and
+copying batch-major prompts).
 """
 
 from __future__ import annotations
@@ -104,6 +107,24 @@ class ReluTask(DrawnTask):
 
     def __post_init__(self) -> None:
         check_scalars(self.d, self.n, self.sigma)
+
+    def sample_prompts(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> Prompts:
+        """Draw whole prompts of ``draw_values``'s law, batch axis innermost: the inputs
+        (d, n+1, B) and, when sigma > 0, the noise (n+1, B) in one draw, then u (d, B).
+        Returns (B, n, d), (B, n), (B, d), (B,) views (``Prompts.from_batch_inner``)."""
+        d, n, device = self.d, self.n, generator.device
+        noisy = self.sigma > 0
+        raw = torch.randn(d + noisy, n + 1, batch, generator=generator, dtype=dtype,
+                          device=device)
+        u = torch.randn(d, batch, generator=generator, dtype=dtype, device=device)
+        u.div_(u.square().sum(0).sqrt_())            # along the outer axis: no strided norm
+        inputs = raw[:d]
+        labels = (inputs * u[:, None, :]).sum(0).relu_()                 # (n+1, B)
+        if noisy:
+            labels.add_(raw[d], alpha=float(self.sigma))
+        return Prompts.from_batch_inner(inputs, labels)
 
     def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """inputs: (B, k, d) -> relu(u^T x) for one u per row: (B, k)."""

@@ -1,7 +1,9 @@
 """Task families by name: one registry object holding the built-in families and the user's.
 
 Built-ins register exactly as a user's family does (``register_builtin_families``):
-``linear-gaussian`` (Sigma_x, Sigma_w from ``cov_x``/``cov_w``), ``relu``, ``two-layer-relu``
+``linear-gaussian`` (Sigma_x, Sigma_w from ``cov_x``/``cov_w``; the covariates' law
+``x_law`` and correlated contexts ``context_correlation``/``context_covariance``, see
+``iclab.tasks.linear_law``), ``relu``, ``two-layer-relu``
 (``width``, default 8) and ``anisotropic`` (see ``iclab.tasks.nonlinear``).
 
 A user adds a family with a function that draws f's values on given inputs,
@@ -30,7 +32,8 @@ import numpy as np
 from iclab.errors import ConfigError
 from iclab.plugins import is_plugin_reference, load_plugin
 from iclab.tasks.base import TaskFamily, check_scalars
-from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.tasks.covariate_laws import allowed_laws
+from iclab.tasks.linear_law import linear_family
 from iclab.tasks.nonlinear import (
     DEFAULT_WIDTH,
     DrawFunction,
@@ -178,17 +181,29 @@ def register_builtin_families(registry: FamilyRegistry) -> None:
     """Register iclab's own families on ``registry``, exactly as a user registers theirs."""
 
     def linear_gaussian(d: int, n: int, sigma: float, cov_x: np.ndarray | None = None,
-                        cov_w: np.ndarray | None = None) -> TaskFamily:
-        return LinearGaussian(d, n, sigma, cov_x, cov_w)
+                        cov_w: np.ndarray | None = None, x_law: str | None = None,
+                        context_correlation: float | None = None,
+                        context_covariance: np.ndarray | None = None) -> TaskFamily:
+        return linear_family(d, n, sigma, cov_x, cov_w, x_law, context_correlation,
+                             context_covariance)
 
     def two_layer(d: int, n: int, sigma: float, width: int = DEFAULT_WIDTH) -> TaskFamily:
         return TwoLayerReluTask(d, n, sigma, width)
 
-    covariances = {"cov_x": "Sigma_x, a (d, d) positive-definite matrix (default I)",
-                   "cov_w": "Sigma_w, a (d, d) positive-definite matrix (default I)"}
+    linear = {
+        "cov_x": "Sigma_x, a (d, d) positive-definite matrix (default I)",
+        "cov_w": "Sigma_w, a (d, d) positive-definite matrix (default I)",
+        "x_law": f"law of x = Sigma_x^(1/2) z, z's coordinates iid standardised: "
+                 f"{allowed_laws()} (default gaussian)",
+        "context_correlation": "AR(1) correlation rho in (-1, 1) between a prompt's "
+                               "positions, the query last (Gaussian x)",
+        "context_covariance": "R, the (n+1, n+1) positive-definite covariance of a prompt's "
+                              "positions, the query last (Gaussian x)",
+    }
     for entry in (
         FamilyEntry("linear-gaussian", linear_gaussian,
-                    "x ~ N(0, Sigma_x), f(x) = w^T x with w ~ N(0, Sigma_w)", covariances),
+                    "x = Sigma_x^(1/2) z (z Gaussian by default), f(x) = w^T x with "
+                    "w ~ N(0, Sigma_w)", linear),
         FamilyEntry("relu", ReluTask, "x ~ N(0, I), f(x) = relu(u^T x), u uniform on the sphere"),
         FamilyEntry("two-layer-relu", two_layer,
                     "x ~ N(0, I), f(x) = a^T relu(W x) / sqrt(m), Gaussian W and a",

@@ -2,7 +2,7 @@
 
 Positions 1..n are the examples, n+1 the query; Cov(x_i, x_j) = R_ij Sigma_x (vec x =
 (R^(1/2) kron Sigma_x^(1/2)) vec z), w ~ N(0, Sigma_w), noise N(0, sigma^2). The nuisance terms
-are even in (w, eps), so the optimum is x_q^T Gamma X^T y (docs/theory-covariates.md).
+are even in (w, eps), so the optimum is x_q^T Gamma X^T y (docs/theory.md section 12).
 
 Reduction: with B = Sigma_x^(1/2), x_i = B z_i, G = B Gamma B and W = B Sigma_w B the
 prediction is z_q^T G sum_i z_i y_i with y_i = (B w)^T z_i + eps_i, B w ~ N(0, W), and the

@@ -1,4 +1,4 @@
-"""The optimal one-layer LSA for linear tasks with any covariate law (docs/theory-covariates.md).
+"""The optimal one-layer LSA for linear tasks with any covariate law (docs/theory.md section 11).
 
 With w ~ N(0, Sigma_w), symmetric noise and x with any law of finite fourth moments,
 E[x x^T] = Sigma_x, the nuisance terms of the LSA are even in (w, eps) and its GD term odd,
@@ -19,14 +19,17 @@ so the optimum is x_q^T Gamma X^T y with
   L* are smooth functions of M4 (dGamma = -n Gamma dM4 F^{-1}), and Cov(M4-hat) is the sample
   covariance of Q's distinct entries over ``draws``. They need E|x|^8 < infinity.
 
-Correlated contexts (Gaussian law) are ``iclab.theory.correlated_contexts``.
+Correlated contexts (Gaussian law) are ``iclab.theory.correlated_contexts`` (section 12).
+
+A task is asked, not inspected: anything with the attributes of ``LawTask`` (the linear
+family's ``iclab.tasks.linear_law.LinearLawTask`` declares them) has an optimum here.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -34,13 +37,40 @@ import torch
 from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.covariate_laws import CovariateLaw
-from iclab.tasks.linear_law import LinearLawTask, symmetric_sqrt
+from iclab.tasks.linear_law import symmetric_sqrt
 from iclab.theory.correlated_contexts import correlated_optimum
-from iclab.theory.family_optimum import CLOSED_FORM, MONTE_CARLO, FamilyOptimum
+from iclab.theory.optimum import CLOSED_FORM, MONTE_CARLO, FamilyOptimum
 
 DEFAULT_DRAWS = 200_000
 CHUNK = 50_000
 ISOTROPY_RTOL = 1e-12
+
+
+class LawTask(Protocol):
+    """What the optimum needs of a linear task with a covariate law: n, sigma, Sigma_x and
+    Sigma_w ((d, d) float64), the law, and the (n+1, n+1) position covariance R of its
+    correlated contexts (``correlated``: whether R is not the identity)."""
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def sigma(self) -> float: ...
+
+    @property
+    def sigma_x(self) -> np.ndarray: ...
+
+    @property
+    def sigma_w(self) -> np.ndarray: ...
+
+    @property
+    def covariate_law(self) -> CovariateLaw: ...
+
+    @property
+    def correlated(self) -> bool: ...
+
+    @property
+    def position_covariance(self) -> np.ndarray: ...
 
 
 def product_fourth_moment(A: np.ndarray, sigma_x: np.ndarray, mu4: float) -> np.ndarray:
@@ -165,25 +195,26 @@ class CovariateOptimum:
     independent_loss: float | None = None
 
     def as_family_optimum(self) -> FamilyOptimum:
-        """The same optimum as a ``FamilyOptimum`` (without law and n_eff)."""
+        """The same optimum as a ``FamilyOptimum`` (n_eff included; law and independent_loss
+        left out)."""
         return FamilyOptimum(gamma=self.gamma, eta=self.eta, loss=self.loss,
                              isotropic=self.isotropic, method=self.method, stderr=self.stderr,
-                             draws=self.draws)
+                             draws=self.draws, n_eff=self.n_eff)
 
     def to_json(self) -> dict[str, Any]:
-        """FamilyOptimum's keys plus law, n_eff and independent_loss."""
-        return {**self.as_family_optimum().to_json(), "law": self.law, "n_eff": self.n_eff,
+        """FamilyOptimum's keys (n_eff among them) plus law and independent_loss."""
+        return {**self.as_family_optimum().to_json(), "law": self.law,
                 "independent_loss": self.independent_loss}
 
 
 def covariate_optimum(
-    task: LinearLawTask, monte_carlo: bool = False, draws: int = DEFAULT_DRAWS, seed: int = 0
+    task: LawTask, monte_carlo: bool = False, draws: int = DEFAULT_DRAWS, seed: int = 0
 ) -> CovariateOptimum:
     """The optimum of ``task``: closed form for correlated Gaussian contexts and for product
     laws with a known fourth moment, Monte Carlo otherwise or when ``monte_carlo`` (a check of
     the closed form; not for correlated contexts)."""
     n, sigma, sx, sw = task.n, float(task.sigma), task.sigma_x, task.sigma_w
-    law = task.law
+    law = task.covariate_law
     if task.correlated:
         if monte_carlo:
             raise ConfigError("correlated contexts have a closed-form optimum only; "

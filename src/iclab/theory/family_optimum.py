@@ -7,22 +7,29 @@
   L* = 1/2 + sigma^2 - n eta / 4 (``iclab.theory.rotation_invariant``).
 - a user family declared rotation-invariant: eta and L* by the Monte Carlo ratio estimate.
 - any other user family: the span optimum by least squares (``iclab.theory.span``).
+- a linear family that declares a ``covariate_law`` (a non-Gaussian law of the covariates or
+  correlated contexts, ``iclab.tasks.linear_law``): ``iclab.theory.covariate_optimum``, closed
+  form for product laws with a known fourth moment and for correlated Gaussian contexts (with
+  the effective context length n_eff), Monte Carlo over the covariates otherwise
+  (docs/theory.md sections 11 and 12).
 
 ``monte_carlo=True`` estimates even where a closed form exists (a check of the closed form):
 the ratio estimate for rotation-invariant families (per-network exact integrals for two-layer
-relu), the span optimum for Gaussian ones.
+relu), the span optimum for Gaussian ones, the fourth-moment estimate for covariate laws.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, cast
 
 import numpy as np
 
 from iclab.tasks.base import TaskFamily
 from iclab.theory.bayes import bayes_risk
+from iclab.theory.covariate_optimum import LawTask, covariate_optimum
 from iclab.theory.gaussian import gaussian_optimum
+from iclab.theory.optimum import CLOSED_FORM, MONTE_CARLO, FamilyOptimum
 from iclab.theory.rotation_invariant import (
     DEFAULT_PRECISION,
     GDOptimum,
@@ -33,43 +40,7 @@ from iclab.theory.rotation_invariant import (
 )
 from iclab.theory.span import span_optimum
 
-CLOSED_FORM, MONTE_CARLO = "closed-form", "monte-carlo"
-
-
-@dataclass(frozen=True)
-class FamilyOptimum:
-    """The optimal LSA of a family.
-
-    gamma: (d, d) Gamma*; eta: the optimal step size where Gamma* = eta I (else None);
-    loss: the optimal LSA loss; isotropic: whether Gamma* = eta I; method: "closed-form" or
-    "monte-carlo"; stderr: standard errors of the Monte Carlo values by name ("eta", "loss",
-    "gamma"), None for closed forms; bayes_loss (and its stderr): the Bayes risk where defined
-    (linear Gaussian families, when asked for), else None; draws: Monte Carlo sample size.
-    """
-
-    gamma: np.ndarray
-    eta: float | None
-    loss: float
-    isotropic: bool
-    method: str
-    stderr: dict[str, Any] | None = None
-    bayes_loss: float | None = None
-    bayes_loss_stderr: float | None = None
-    draws: int | None = None
-
-    @property
-    def eta_or_trace(self) -> float:
-        """eta where isotropic, else tr(Gamma*)/d."""
-        return self.eta if self.eta is not None else float(np.trace(self.gamma) / len(self.gamma))
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready: gamma as nested lists, every other field as is."""
-        return {
-            "gamma": self.gamma.tolist(), "eta": self.eta, "loss": self.loss,
-            "bayes_loss": self.bayes_loss, "bayes_loss_stderr": self.bayes_loss_stderr,
-            "method": self.method, "stderr": self.stderr, "isotropic": self.isotropic,
-            "draws": self.draws,
-        }
+__all__ = ["CLOSED_FORM", "MONTE_CARLO", "FamilyOptimum", "family_optimum"]
 
 
 def _from_gd(d: int, gd: GDOptimum, method: str) -> FamilyOptimum:
@@ -118,9 +89,14 @@ def family_optimum(
     """The optimal LSA of ``task``; see the module docstring.
 
     precision: the Monte Carlo ratio estimate stops once stderr(eta) <= precision * eta;
-    bayes: also estimate the Bayes risk (linear Gaussian families only) from ``bayes_prompts``.
+    bayes: also estimate the Bayes risk (linear Gaussian families only) from ``bayes_prompts``;
+    ``precision`` and ``bayes`` do not apply to covariate laws (their Monte Carlo uses a fixed
+    number of draws, ``iclab.theory.covariate_optimum.DEFAULT_DRAWS``).
     """
     d, n, sigma = task.d, task.n, float(task.sigma)
+    if getattr(task, "covariate_law", None) is not None:
+        return covariate_optimum(cast(LawTask, task), monte_carlo=monte_carlo,
+                                 seed=seed).as_family_optimum()
     if task.gaussian:
         optimum = _gaussian(task, monte_carlo, seed)
         if not bayes:
