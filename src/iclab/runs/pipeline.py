@@ -1,0 +1,46 @@
+"""``run_training``: validate → train → evaluate → read out → judge → result.json.
+
+Everything is validated before anything is written; a finished run is not re-run (its
+result is returned); an interrupted one resumes from its checkpoint. result.json is written
+atomically and last, so a folder with result.json is a finished run.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from iclab.analysis.evaluate import evaluate
+from iclab.analysis.verdict import judge
+from iclab.config.train import TrainConfig
+from iclab.io import atomic_write_text, read_json
+from iclab.runs.folder import RESULT, check_out_dir, dump_result, prepare_run_dir
+from iclab.tasks.registry import FamilyRegistry
+from iclab.training.loop import fit, resolve_device
+
+
+def run_training(
+    config: TrainConfig,
+    out_dir: str | Path,
+    progress: bool = True,
+    restart: bool = False,
+    families: FamilyRegistry | None = None,
+) -> dict[str, Any]:
+    """Train (or resume, or skip if finished) the run of ``config`` in ``out_dir``; return
+    the result written to result.json."""
+    path = check_out_dir(out_dir)
+    config.validate(families)
+    resolve_device(config.run.device)
+    task = config.make_task(families)
+    if prepare_run_dir(config, path, restart):
+        finished: dict[str, Any] = read_json(path / RESULT)
+        return finished
+    started = time.perf_counter()
+    trained = fit(config, task, path, progress)
+    result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed)
+    result.update(judge(result))
+    result["wall_seconds"] = time.perf_counter() - started
+    result["sampler"] = trained.sampler
+    atomic_write_text(path / RESULT, dump_result(result))
+    return result
