@@ -10,14 +10,14 @@ import pytest
 from safetensors.torch import save_file
 
 from iclab.algorithms.construct import lsa_from_gamma
-from iclab.runs.certify import certify_run
 from iclab.analysis.evaluate import test_loss as model_test_loss
 from iclab.cli.main import main
+from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
 from iclab.io import atomic_write_json
-from iclab.theory.family_optimum import family_optimum
-from iclab.config.train import TrainConfig
 from iclab.runs import run_training as train
+from iclab.runs.certify import certify_run
+from iclab.theory.family_optimum import family_optimum
 
 FIT, TEST = 100_000, 60_000
 
@@ -47,7 +47,8 @@ def test_the_optimum_is_certified_and_a_detuned_one_is_not(family: str, tmp_path
 
 
 def test_cli_json_and_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run_dir = fake_run(tmp_path / "run", TrainConfig.flat(d=2, n=4, sigma=0.2, eval_prompts=5000), 1.3)
+    config = TrainConfig.flat(d=2, n=4, sigma=0.2, eval_prompts=5000)
+    run_dir = fake_run(tmp_path / "run", config, 1.3)
     assert main(["certify", str(run_dir), "--fit-prompts", "20000", "--test-prompts",
                  "20000", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -64,7 +65,8 @@ def test_unfinished_runs_are_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert main(["certify", str(folder)]) == 2
         err = capsys.readouterr().err
         assert "is not a finished iclab run" in err and err.count("\n") == 1
-    run_dir = fake_run(tmp_path / "run", TrainConfig.flat(d=2, n=4, sigma=0.2, eval_prompts=500), 1.0)
+    config = TrainConfig.flat(d=2, n=4, sigma=0.2, eval_prompts=500)
+    run_dir = fake_run(tmp_path / "run", config, 1.0)
     (run_dir / "model.safetensors").unlink()
     with pytest.raises(ConfigError, match=r"no model\.safetensors"):
         certify_run(run_dir, 2000, 1000)

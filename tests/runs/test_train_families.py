@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from iclab.cli.main import main
+from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
+from iclab.runs import run_training as train
 from iclab.tasks.nonlinear import TwoLayerReluTask
 from iclab.theory.rotation_invariant import relu_optimum
-from iclab.config.train import TrainConfig
-from iclab.runs import run_training as train
 
 GAUSSIAN_KEYS = {
     "eta_hat", "eta_star", "eta_rel_err", "isotropy_err", "gamma", "gamma_star",
@@ -26,14 +26,16 @@ QUICK = {"steps": 20, "batch": 128, "eval_prompts": 1000, "log_every": 10}
 
 def test_config_families_and_samplers() -> None:
     assert TrainConfig.flat(d=2, n=3, sigma=0.1).resolved_sampler() == "statistics"
-    assert TrainConfig.flat(d=2, n=3, sigma=0.1, family="anisotropic").resolved_sampler() == "statistics"
+    anisotropic = TrainConfig.flat(d=2, n=3, sigma=0.1, family="anisotropic")
+    assert anisotropic.resolved_sampler() == "statistics"
     assert TrainConfig.flat(d=2, n=3, sigma=0.1, family="relu").resolved_sampler() == "prompts"
     config = TrainConfig.flat(d=2, n=3, sigma=0.1, family="two-layer-relu", width=5).validate()
     assert TrainConfig.from_json(config.to_json()) == config
     task = config.make_task()
     assert config.to_json()["width"] == 5
     assert isinstance(task, TwoLayerReluTask) and task.width == 5
-    with pytest.raises(ConfigError, match="sampler statistics needs a family with the sufficient-statistic sampler"):
+    with pytest.raises(ConfigError, match="sampler statistics needs a family with the "
+                                          "sufficient-statistic sampler"):
         TrainConfig.flat(d=2, n=3, sigma=0.1, family="relu", sampler="statistics").validate()
     with pytest.raises(ConfigError, match="unknown family 'cubic'"):
         TrainConfig.flat(d=2, n=3, sigma=0.1, family="cubic").validate()

@@ -9,12 +9,21 @@ from typing import Any
 import click
 import numpy as np
 
+from iclab.config.fields import check_value, field_infos
+from iclab.config.train import RunConfig, TaskConfig
 from iclab.errors import ConfigError
-from iclab.tasks.base import check_scalars
 from iclab.tasks.covariance import load_covariance
 from iclab.tasks.registry import Family, make_family
+from iclab.theory.bayes import check_bayes_prompts
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
 from iclab.theory.rotation_invariant import DEFAULT_PRECISION
+
+MIN_PRECISION, MAX_PRECISION = 1e-6, 0.5
+
+
+def _entry(value: float) -> str:
+    """A Gamma* entry: 6 decimals, or 2 significant digits where those would show 0."""
+    return f"{value: .6f}" if value == 0 or abs(value) >= 5e-7 else f"{value: .1e}"
 
 
 def _with_stderr(value: float | None, stderr: dict[str, Any] | None, key: str) -> str:
@@ -41,7 +50,7 @@ def format_optimum(family: str, task: Family, optimum: FamilyOptimum) -> str:
     width = max(len(name) for name, _ in rows)
     lines = [f"{name:<{width}}  {value}" for name, value in rows]
     lines.append("Gamma* =")
-    lines.extend("  " + "  ".join(f"{entry: .6f}" for entry in row) for row in optimum.gamma)
+    lines.extend("  " + "  ".join(_entry(entry) for entry in row) for row in optimum.gamma)
     return "\n".join(lines)
 
 
@@ -60,10 +69,12 @@ def format_optimum(family: str, task: Family, optimum: FamilyOptimum) -> str:
 @click.option("--monte-carlo", is_flag=True,
               help="Estimate by Monte Carlo even where a closed form exists.")
 @click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
-              help="Monte Carlo: stop once stderr(eta) <= PRECISION * eta.")
+              help="Monte Carlo: stop once stderr(eta) <= PRECISION * eta (1e-6 to 0.5).")
 @click.option("--bayes-prompts", type=int, default=20_000, show_default=True,
-              help="Prompts for the Monte Carlo Bayes risk (linear Gaussian families).")
-@click.option("--seed", type=int, default=0, show_default=True)
+              help="Prompts for the Monte Carlo Bayes risk (linear Gaussian families; 0 skips "
+                   "it; exactly 0 when sigma = 0 and n >= d).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the Monte Carlo estimates (0 to 2**62).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def theory_command(
     d: int, n: int, sigma: float, cov_x: str | None, cov_w: str | None, family: str,
@@ -76,19 +87,26 @@ def theory_command(
     bayes_loss (null where not defined), method ("closed-form" or "monte-carlo"), stderr
     (standard errors of the Monte Carlo values, null for closed forms), and the inputs.
     """
-    check_scalars(d, n, sigma)
-    if bayes_prompts < 2:
-        raise ConfigError(f"--bayes-prompts must be an integer >= 2, got {bayes_prompts}")
-    if not (math.isfinite(precision) and precision > 0):
-        raise ConfigError(f"--precision must be a finite number > 0, got {precision}")
+    task_fields, run_fields = field_infos(TaskConfig), field_infos(RunConfig)
+    for name, value in (("d", d), ("n", n), ("sigma", sigma), ("width", width)):
+        check_value(name, value, task_fields[name][1])  # the bounds iclab train has
+    check_value("seed", seed, run_fields["seed"][1])
+    if bayes_prompts != 0 and bayes_prompts < 2:
+        raise ConfigError(f"--bayes-prompts must be 0 (no Bayes risk) or an integer >= 2, got "
+                          f"{bayes_prompts}")
+    if not (math.isfinite(precision) and MIN_PRECISION <= precision <= MAX_PRECISION):
+        raise ConfigError(f"--precision must be a number from {MIN_PRECISION:g} to "
+                          f"{MAX_PRECISION:g}, got {precision}")
     make_family(family, d, n, sigma, width)  # the family name and width before any file
     if (cov_x is not None or cov_w is not None) and family != "linear-gaussian":
         raise ConfigError(f"--cov-x/--cov-w apply only to --family linear-gaussian, not {family!r}")
     sigma_x = None if cov_x is None else load_covariance(cov_x, d)
     sigma_w = None if cov_w is None else load_covariance(cov_w, d)
     task = make_family(family, d, n, sigma, width, sigma_x, sigma_w)
+    if task.gaussian and bayes_prompts > 0:
+        check_bayes_prompts(d, n, sigma, bayes_prompts, "--bayes-prompts")
     optimum = family_optimum(task, monte_carlo=monte_carlo, precision=precision, seed=seed,
-                             bayes=True, bayes_prompts=bayes_prompts)
+                             bayes=bayes_prompts > 0, bayes_prompts=bayes_prompts)
     if not as_json:
         click.echo(format_optimum(family, task, optimum))
         return

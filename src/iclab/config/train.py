@@ -210,6 +210,9 @@ class TrainConfig:
         model_class = self.model_class(models)
         self._check_size()
         task = self.make_task(families)
+        probe = getattr(task, "probe", None)
+        if callable(probe):  # a user's draw function: called once, so it fails here
+            probe(self.run.seed)
         if self.optim.sampler == "statistics" and not (task.statistics
                                                         and model_class.has_statistics):
             raise ConfigError(
