@@ -6,7 +6,6 @@ and the options of every registered model (a model's options apply only to that 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
@@ -16,6 +15,7 @@ from iclab.config.train import DEFAULT_MODEL, SECTIONS, TrainConfig
 from iclab.errors import ConfigError
 from iclab.fields import field_infos
 from iclab.models.registry import ModelRegistry
+from iclab.runs.folder import check_out_dir
 from iclab.runs.pipeline import run_training
 from iclab.tasks.covariance import load_covariance
 
@@ -87,7 +87,8 @@ def _model_notes(registry: ModelRegistry) -> list[tuple[type, str]]:
 def config_from_options(values: dict[str, Any], registry: ModelRegistry) -> TrainConfig:
     """The validated config of the given option values (None = not given); covariance files
     are read only after every scalar option is checked."""
-    model_name = values.pop("model") or DEFAULT_MODEL
+    model_name = values.pop("model")
+    model_name = DEFAULT_MODEL if model_name is None else model_name
     model_class = registry.get(model_name)
     model_fields = field_infos(model_class.options_class)
     others = {name for cls, _ in _model_notes(registry) for name in field_infos(cls)}
@@ -130,8 +131,9 @@ def make_train_command(registry: ModelRegistry) -> click.Command:
         errors of the optimal LSA loss L*). Running the same command again resumes an
         interrupted run; a finished run is not re-run.
         """
+        path = check_out_dir(out)  # before Path(""), which is the current folder
         config = config_from_options(values, registry)
-        result = run_training(config, Path(out), progress=not quiet, restart=restart)
+        result = run_training(config, path, progress=not quiet, restart=restart)
         click.echo(format_result(result))
         if result.get("verdict") == "not optimal":
             reference = "the optimal L-step GD loss" if "gd_steps_loss" in result else "L*"

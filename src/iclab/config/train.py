@@ -247,6 +247,9 @@ class TrainConfig:
         model_class = self.built_class(models)
         self._check_size()
         task = self.make_task(families)
+        probe = getattr(task, "probe", None)
+        if callable(probe):  # a user's draw function: called once, so it fails here
+            probe(self.run.seed)
         if self.optim.sampler == "statistics" and not supports_statistics(task, model_class):
             raise ConfigError(
                 f"sampler statistics needs a family with the sufficient-statistic sampler "
