@@ -70,6 +70,12 @@ def eta_star_isotropic(n: int, d: int, sigma: float) -> float:
     return 1.0 / (n + d + 1 + sigma**2)
 
 
+def eta_star_continued(n: float, d: float, sigma: float) -> float:
+    """1 / (n + d + 1 + sigma^2) for real n, d > 0: Theorem 1's step size continued between
+    the integers (the smooth theory curve of a figure)."""
+    return 1.0 / (float(n) + float(d) + 1.0 + float(sigma) ** 2)
+
+
 def loss_star_isotropic(n: int, d: int, sigma: float) -> float:
     """Theorem 1's optimal loss d (d + 1 + sigma^2) / (n + d + 1 + sigma^2) + sigma^2."""
     _check(n, sigma, d)
