@@ -162,7 +162,8 @@ def load_trained_model(run_dir: Path, config: TrainConfig,
         with safe_open(str(path), framework="pt") as handle:
             metadata = handle.metadata() or {}
         state = load_file(str(path))
-        checksum = metadata.get("checksum")
+        checksum = json.loads(metadata["iclab"]).get("checksum") if "iclab" in metadata \
+            else metadata.get("checksum")
         if checksum is not None and checksum != tensor_digest(state):
             raise ValueError("its data does not match its checksum")
         model.load_state_dict({name: t.to(torch.float64) for name, t in state.items()})

@@ -192,7 +192,10 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
         raise TrainingDivergedError("training ended with non-finite weights; no result is "
                                     "written: try a smaller --lr with --restart")
     state = {name: t.detach().cpu().contiguous() for name, t in model.state_dict().items()}
-    metadata = {"config": json.dumps(config.to_json()), "checksum": tensor_digest(state)}
+    # one metadata key: safetensors writes a header's keys in a random order, and a run's
+    # files must be byte-identical whatever the process (resume, executors)
+    metadata = {"iclab": json.dumps({"config": config.to_json(),
+                                     "checksum": tensor_digest(state)}, sort_keys=True)}
     atomic_write(out_dir / MODEL, lambda tmp: save_file(state, str(tmp), metadata=metadata))
     save_checkpoint(out_dir / CHECKPOINT, model, optimizer, steps, config.run.seed, config_hash)
     return TrainedModel(model, sampler, time.perf_counter() - started)
