@@ -77,9 +77,12 @@ def eta_star_isotropic(n: int, d: int, sigma: float) -> float:
 
 
 def loss_star_isotropic(n: int, d: int, sigma: float) -> float:
-    """Theorem 1's optimal loss d (d + 1 + sigma^2) / (n + d + 1 + sigma^2) + sigma^2."""
+    """Theorem 1's optimal loss d (d + 1 + sigma^2) / (n + d + 1 + sigma^2) + sigma^2, as one
+    quotient (exactly rounded when sigma^2 is an integer)."""
     _check(n, sigma, d)
-    return d * (d + 1 + sigma**2) / (n + d + 1 + sigma**2) + sigma**2
+    s2 = sigma**2
+    denominator = n + d + 1 + s2
+    return (d * (d + 1 + s2) + s2 * denominator) / denominator
 
 
 def second_moment_K(n: int, sigma: float, sigma_x: np.ndarray, sigma_w: np.ndarray) -> np.ndarray:
