@@ -28,5 +28,6 @@ def reproduce_command(quick: bool, out: str | None, executor: str, address: str 
     Interrupted, it resumes when run again. Exit code 1 if a claim does not hold.
     """
     name = "reproduce-quick" if quick else "reproduce"
-    sweep_and_report(lambda: builtin_spec(name), out or f"runs/{name}", executor, address,
-                     workers, quiet, storage=storage, connect_timeout=connect_timeout)
+    out = f"runs/{name}" if out is None else out  # "" is refused, not the default
+    sweep_and_report(lambda: builtin_spec(name), out, executor, address, workers, quiet,
+                     storage=storage, connect_timeout=connect_timeout)

@@ -26,6 +26,7 @@ from iclab.models.base import Model
 from iclab.models.registry import ModelRegistry
 from iclab.seeding import make_generator
 from iclab.training.checkpoint import tensor_digest
+from iclab.training.loop import MODEL_METADATA
 
 CONFIG, RESULT = "config.json", "result.json"
 METRICS, CHECKPOINT, MODEL = "metrics.jsonl", "checkpoint.safetensors", "model.safetensors"
@@ -162,8 +163,8 @@ def load_trained_model(run_dir: Path, config: TrainConfig,
         with safe_open(str(path), framework="pt") as handle:
             metadata = handle.metadata() or {}
         state = load_file(str(path))
-        checksum = json.loads(metadata["iclab"]).get("checksum") if "iclab" in metadata \
-            else metadata.get("checksum")
+        checksum = json.loads(metadata[MODEL_METADATA])["checksum"] \
+            if MODEL_METADATA in metadata else None  # absent in files of iclab 0.1
         if checksum is not None and checksum != tensor_digest(state):
             raise ValueError("its data does not match its checksum")
         model.load_state_dict({name: t.to(torch.float64) for name, t in state.items()})

@@ -21,14 +21,19 @@ from iclab.errors import ConfigError
 from iclab.tasks.covariance import validate_covariance
 
 
-def _check(n: int, sigma: float, d: int | None = None) -> None:
-    """ConfigError (a ValueError) naming n, sigma or d when it is not allowed."""
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) \
+        and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check(n: float, sigma: float, d: float | None = None) -> None:
+    """ConfigError (a ValueError) naming n, sigma or d when it is not allowed: n and d are
+    numbers >= 1 (real ones too: the formulas are plotted as curves in n), sigma >= 0."""
+    if not _is_number(n) or n < 1:
         raise ConfigError(f"n must be an integer >= 1, got {n!r}")
-    if isinstance(sigma, bool) or not isinstance(sigma, int | float | np.floating) \
-            or not math.isfinite(sigma) or sigma < 0:
+    if not _is_number(sigma) or sigma < 0:
         raise ConfigError(f"sigma must be a finite number >= 0, got {sigma!r}")
-    if d is not None and (isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1):
+    if d is not None and (not _is_number(d) or d < 1):
         raise ConfigError(f"d must be an integer >= 1, got {d!r}")
 
 
@@ -48,7 +53,8 @@ def covariances(
         dim = int(np.shape(given)[0])
     else:
         raise ConfigError("give d or at least one covariance")
-    _check(1, 0.0, dim)
+    if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
+        raise ConfigError(f"d must be an integer >= 1, got {dim!r}")
     sx = np.eye(dim) if sigma_x is None else validate_covariance(sigma_x, dim, "sigma_x")
     sw = np.eye(dim) if sigma_w is None else validate_covariance(sigma_w, dim, "sigma_w")
     return sx, sw
@@ -77,9 +83,12 @@ def eta_star_continued(n: float, d: float, sigma: float) -> float:
 
 
 def loss_star_isotropic(n: int, d: int, sigma: float) -> float:
-    """Theorem 1's optimal loss d (d + 1 + sigma^2) / (n + d + 1 + sigma^2) + sigma^2."""
+    """Theorem 1's optimal loss d (d + 1 + sigma^2) / (n + d + 1 + sigma^2) + sigma^2, as one
+    quotient (exactly rounded when sigma^2 is an integer)."""
     _check(n, sigma, d)
-    return d * (d + 1 + sigma**2) / (n + d + 1 + sigma**2) + sigma**2
+    s2 = sigma**2
+    denominator = n + d + 1 + s2
+    return (d * (d + 1 + s2) + s2 * denominator) / denominator
 
 
 def second_moment_K(n: int, sigma: float, sigma_x: np.ndarray, sigma_w: np.ndarray) -> np.ndarray:

@@ -37,6 +37,9 @@ from iclab.training.exact import Optimiser, make_optimizer, take_step
 from iclab.training.objective import Objective, make_objective
 
 METRICS, CHECKPOINT, MODEL = "metrics.jsonl", "checkpoint.safetensors", "model.safetensors"
+MODEL_METADATA = "iclab"
+"""model.safetensors' metadata key: JSON {"config": the run's config, "checksum": of the
+weights (``tensor_digest``)}."""
 
 TRAIN_THREADS = 1
 """Intra-op threads while training: a step's tensors (B x (2d+3) with the statistics sampler)
@@ -192,10 +195,10 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
         raise TrainingDivergedError("training ended with non-finite weights; no result is "
                                     "written: try a smaller --lr with --restart")
     state = {name: t.detach().cpu().contiguous() for name, t in model.state_dict().items()}
-    # one metadata key: safetensors writes a header's keys in a random order, and a run's
-    # files must be byte-identical whatever the process (resume, executors)
-    metadata = {"iclab": json.dumps({"config": config.to_json(),
-                                     "checksum": tensor_digest(state)}, sort_keys=True)}
+    # one metadata key: safetensors writes several in a random order, and the file must be
+    # the same bytes whenever the run is (resumed or not)
+    metadata = {MODEL_METADATA: json.dumps({"config": config.to_json(),
+                                            "checksum": tensor_digest(state)})}
     atomic_write(out_dir / MODEL, lambda tmp: save_file(state, str(tmp), metadata=metadata))
     save_checkpoint(out_dir / CHECKPOINT, model, optimizer, steps, config.run.seed, config_hash)
     return TrainedModel(model, sampler, time.perf_counter() - started)
