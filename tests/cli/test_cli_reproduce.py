@@ -94,7 +94,9 @@ def test_reproduce_quick_holds_every_claim(tmp_path: Path) -> None:
     assert len(failing) == 1 and failing[0].startswith("Shift: w-scale shift") \
         and "stays bounded" in failing[0] and "model=softmax" not in failing[0]
     named = " ".join(c["claim"] for c in claims)
-    for section in ("Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context", "Shift"):
+    for section in ("Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context", "Shift",
+                    "Depth"):
         assert f"{section}:" in named
+    assert (out / "depth_depth.png").is_file()
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(list(out.glob("*.png"))) >= 6

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from iclab.errors import ConfigError
 from iclab.experiments.claim_parameters import ClaimParameter, check_parameters
-from iclab.experiments.results import RunRecord, Site, sites
+from iclab.experiments.results import RunRecord, Site, axis_value, sites
 from iclab.experiments.spec import ClaimSpec, Spec
 
 
@@ -51,27 +51,43 @@ class Claim:
 
 class ClaimContext:
     """What a claim may need beyond its group's results: a cache shared by the claims of
-    one evaluation (the Monte Carlo Bayes risk of a site, say) and the sweep folder
+    one evaluation (the Monte Carlo Bayes risk of a site, say), the sweep folder
     ``out_dir`` (None when the claims are checked on records alone), where run ``run_id``'s
-    folder is ``out_dir/runs/<run_id>``."""
+    folder is ``out_dir/runs/<run_id>``, and the spec and all records (for claims that
+    compare groups; None outside ``evaluate_claims``)."""
 
     def __init__(self, cache: dict[Any, Any] | None = None,
-                 out_dir: str | Path | None = None) -> None:
+                 out_dir: str | Path | None = None, spec: Spec | None = None,
+                 records: dict[str, RunRecord] | None = None) -> None:
         self.cache: dict[Any, Any] = {} if cache is None else cache
         self.out_dir = None if out_dir is None else Path(out_dir)
+        self.spec = spec
+        self.records = records
 
 
-def describe(site: Site) -> str:
-    """The setting of a site in words: family, d, n, sigma and non-identity covariances."""
+DEPTH_KEYS = ("layers", "parameterisation", "looped")
+"""Model options of the L-layer lsa that ``describe`` names when a run sets them."""
+
+
+def describe(site: Site, depth: bool = False, omit: str = "") -> str:
+    """The setting of a site in words: family, d, n, sigma and non-identity covariances; the
+    L-layer options where a run sets them or the group sweeps them, or always (layers,
+    parameterisation, looped when true) with ``depth``; ``omit``: a key to leave out."""
     config, point = site.config, site.records[0].point
+    config = {**config, **{k: v for k, v in site.values.items() if k in DEPTH_KEYS}}
+    if depth:
+        config = {**config, **{key: axis_value(point, key) for key in DEPTH_KEYS[:2]}}
     parts = [str(config["family"]), f"d={config['d']}", f"n={config['n']}",
              f"sigma={config['sigma']}"]
     if config.get("width") is not None:
         parts.append(f"width={config['width']}")
     if config.get("model") is not None:
         parts.append(f"model={config['model']}")
+    parts += [f"{key}={config[key]}" for key in DEPTH_KEYS if config.get(key) not in
+              (None, False)]
     parts += [f"{name}={label}" for name, label in
               (("Sigma_x", point.cov_x_label), ("Sigma_w", point.cov_w_label)) if label != "I"]
+    parts = [part for part in parts if not (omit and part.startswith(f"{omit}="))]
     return ", ".join(parts) + f"; {len(site.records)} seed{'s' * (len(site.records) > 1)}"
 
 
@@ -98,6 +114,11 @@ class ClaimKind:
         """The checked values of the declared parameters from a claim's raw table (defaults
         filled in); ConfigError, one line starting with ``where``, on a bad value."""
         return check_parameters(self.parameters, raw, where)
+
+    def check_groups(self, parameters: dict[str, Any], group: str, groups: set[str],
+                     where: str) -> None:
+        """Checks of the checked ``parameters`` against the spec's group names (a parameter
+        naming another group, say); ConfigError, one line starting with ``where``."""
 
     def option(self, spec: ClaimSpec) -> str:
         """The value of the kind's option ("" for kinds without one)."""
@@ -156,7 +177,7 @@ def evaluate_claims(
     """Every claim of ``spec`` on the finished ``records``, in spec order; ``out_dir`` is the
     sweep folder, for kinds that read or write files in the runs' folders."""
     kinds = registry or ClaimRegistry()
-    context = ClaimContext(cache, out_dir)
+    context = ClaimContext(cache, out_dir, spec, records)
     claims: list[Claim] = []
     for claim_spec in spec.claims:
         group_sites = sites(spec, records, claim_spec.group)

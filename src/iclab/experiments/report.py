@@ -3,8 +3,9 @@
 Sections follow the spec's claims (Theorem 1, Theorem 2, ...). Each group that carries a claim
 gets the figure that shows it: eta_hat against sigma or n (or per family) for ``eta`` claims,
 heatmaps of the learned Gamma against its target for ``gamma`` / ``not-multiple`` claims, test
-loss against n with L* and the Bayes risk for ``test-loss`` / ``above-bayes`` claims, and for
-``shift`` claims the shift.png of each site's first seed (every predictor's loss against the
+loss against n with L* and the Bayes risk for ``test-loss`` / ``above-bayes`` claims, one
+figure per section for the depth kinds (test loss against L, learned against optimal steps),
+and for ``shift`` claims the shift.png of each site's first seed (every predictor's loss against the
 shifted value, with the exact curves), copied from the run's shift folder.
 report.html embeds every figure (base64), so it reads offline as a single file.
 """
@@ -23,6 +24,7 @@ from iclab import __version__
 from iclab.experiments import plots
 from iclab.experiments.claim_kinds import AboveBayesClaim, gamma_target, multiple_reference
 from iclab.experiments.claims import Claim, ClaimContext, ClaimRegistry, evaluate_claims
+from iclab.experiments.depth_plots import depth_figure, panel_of
 from iclab.experiments.results import RunRecord, sites
 from iclab.experiments.shift_claims import evaluated_shift
 from iclab.experiments.spec import ClaimSpec, Spec
@@ -111,6 +113,36 @@ def _shift_figures(spec: Spec, group: str, claims: list[ClaimSpec],
     return figures
 
 
+def depth_groups(claims: list[ClaimSpec]) -> list[str]:
+    """The groups a section's depth claims name (``group`` and ``than``), in order."""
+    names = [c.group for c in claims] + [c.parameters["than"] for c in claims
+                                         if "than" in c.parameters]
+    return list(dict.fromkeys(names))
+
+
+def _depth_figure(spec: Spec, section: str, claims: list[ClaimSpec],
+                  records: dict[str, RunRecord], context: ClaimContext,
+                  out_dir: Path) -> FigureFile:
+    """Test loss against L for the section's groups, with the optimal L-step GD, the Bayes
+    risk of the groups' above-bayes claims, and the learned against the optimal steps."""
+    names = depth_groups(claims)
+    groups = [(name, sites(spec, records, name)) for name in names]
+    bayes: dict[str, float] = {}
+    for claim in spec.claims:
+        if claim.kind == "above-bayes" and claim.group in names:
+            for site in sites(spec, records, claim.group):
+                bayes[panel_of(site)] = AboveBayesClaim().bayes(claim, site, context)[0]
+    name = "".join(c if c.isalnum() else "_" for c in section.lower()) + "_depth.png"
+    depth_figure(groups, bayes, f"{section}: test loss against the number of layers",
+                 out_dir / name)
+    return FigureFile(section, name, (
+        f"Groups {', '.join(names)}: test loss (each seed, and the seed mean) against the "
+        "number of layers L, with the optimal L-step GD loss (L* for a one-layer run) and the "
+        "Bayes (ridge) risk; right: the learned per-layer steps of the sparse runs (looped: "
+        "one step repeated) against "
+        "the optimal L-step GD's, both sorted."))
+
+
 def make_figures(spec: Spec, records: dict[str, RunRecord], context: ClaimContext,
                  out_dir: Path, registry: ClaimRegistry | None = None) -> list[FigureFile]:
     """Draw every figure the spec's claims call for (each kind declares its figure); return
@@ -119,10 +151,18 @@ def make_figures(spec: Spec, records: dict[str, RunRecord], context: ClaimContex
     by_group: dict[tuple[str, str], list[ClaimSpec]] = {}
     for claim in spec.claims:
         family = kinds.get(claim.kind).figure
-        if family is not None:
-            by_group.setdefault((claim.group, family), []).append(claim)
+        if family is not None:  # one depth figure per section, covering its groups
+            key = claim.section if family == "depth" else claim.group
+            by_group.setdefault((key, family), []).append(claim)
+    in_depth = {name for (_, family), claims in by_group.items() if family == "depth"
+                for name in depth_groups(claims)}
     figures: list[FigureFile] = []
     for (group, family), claims in by_group.items():
+        if family == "depth":
+            figures.append(_depth_figure(spec, group, claims, records, context, out_dir))
+            continue
+        if family == "loss" and group in in_depth:
+            continue  # the depth figure shows these losses (and the Bayes risk)
         first, axis = claims[0], _axis(spec, group)
         group_sites = sites(spec, records, group)
         name = f"{group}_{family}.png"

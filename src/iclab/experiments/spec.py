@@ -243,6 +243,7 @@ def _parse_claim(raw: Any, index: int, groups: set[str], source: str) -> ClaimSp
             raise _fail(where, f"{key} must be one of {', '.join(allowed)}; got {value!r}")
         chosen[key] = value
     parameters = claim_kind.validate_parameters(raw, f"{where} (kind {kind})")
+    claim_kind.check_groups(parameters, raw["group"], groups, f"{where} (kind {kind})")
     return ClaimSpec(section=section, kind=kind, group=raw["group"],
                      tolerance=numbers["tolerance"], options=chosen, statement=statement,
                      separation=numbers["separation"], parameters=parameters)
