@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from iclab.cli.main import main
-from iclab.config.fields import FieldInfo, field_infos
 from iclab.config.train import SECTIONS
+from iclab.fields import FieldInfo, field_infos
 from iclab.models.lsa import LSAModelOptions
 
 FAST = ["--d", "2", "--n", "5", "--sigma", "0.5", "--steps", "5", "--batch", "8",
