@@ -27,6 +27,13 @@ runners take turns every ten steps, so that a change in the machine's load hits 
 alike. ``--ratio-n N2`` also times iclab's step at n = N2 and prints time(N2) / time(N).
 ``--table`` prints the README's table instead.
 With ``--json`` the last line is a JSON object holding ``median_step_seconds`` (iclab's).
+
+``--layers L`` times the L-layer LSA (``iclab.models.deep_lsa``, ``--parameterisation
+full|sparse``) instead: iclab's step draws Z = sum_i e_i e_i^T with the n-independent Wishart
+sampler (``iclab.tasks.wishart``), runs ``forward_statistics`` (hand-written backward) and the
+fused Adam with the cosine learning rate; the plain loop draws whole prompts with torch.randn
+and runs the same L layers token by token (Z^(l) = E^T E, E <- E + E (W_PV Z^(l) W_KQ / n)^T
+and the same for the query), autograd and torch.optim.Adam.
 """
 
 from __future__ import annotations
@@ -158,6 +165,54 @@ def plain_step(d: int, n: int, batch: int, sigma: float, family: str = "linear-g
     return step
 
 
+DEEP_LR = 0.002
+
+
+def deep_iclab_step(
+    d: int, n: int, batch: int, sigma: float, steps: int, layers: int, parameterisation: str
+) -> Step:
+    """iclab's step for the L-layer LSA, exactly as ``iclab train --layers L`` runs it: the Z
+    sampler, forward_statistics with its hand-written backward, gradient clipping, fused Adam
+    and the cosine schedule, at the deep model's default learning rate."""
+    config = TrainConfig.flat(d=d, n=n, sigma=sigma, batch=batch, steps=steps, layers=layers,
+                              parameterisation=parameterisation)
+    device = torch.device("cpu")
+    task = config.make_task()
+    model, optimizer = build_model(config, task, device)
+    objective = make_objective(task, model, config.resolved_sampler(task), config.optim.batch,
+                               config.run.seed, device)
+    return make_train_step(config, optimizer, objective)
+
+
+def deep_plain_step(d: int, n: int, batch: int, sigma: float, layers: int) -> Step:
+    """A plain eager loop of the L-layer LSA on whole prompts: token updates, autograd, Adam."""
+    generator = torch.Generator().manual_seed(0)
+    W_PV = torch.nn.Parameter(0.1 * torch.randn(layers, d + 1, d + 1, generator=generator))
+    W_KQ = torch.nn.Parameter(0.1 * torch.randn(layers, d + 1, d + 1, generator=generator))
+    optimizer = torch.optim.Adam([W_PV, W_KQ], lr=DEEP_LR)
+
+    def step(_: int) -> object:
+        X = torch.randn(batch, n, d, generator=generator)
+        w = torch.randn(batch, d, generator=generator)
+        x_q = torch.randn(batch, d, generator=generator)
+        y = torch.einsum("bnd,bd->bn", X, w) + sigma * torch.randn(batch, n, generator=generator)
+        y_q = (x_q * w).sum(-1) + sigma * torch.randn(batch, generator=generator)
+        tokens = torch.cat([X, y[..., None]], -1)                       # (B, n, d+1)
+        query = torch.cat([x_q, torch.zeros(batch, 1)], -1)             # (B, d+1)
+        for layer in range(layers):
+            Z = tokens.transpose(1, 2) @ tokens
+            update = W_PV[layer] @ Z @ W_KQ[layer] / n
+            tokens = tokens + tokens @ update.transpose(1, 2)
+            query = query + (update @ query[..., None]).squeeze(-1)
+        loss = (-query[:, d] - y_q).square().mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        optimizer.step()
+        return loss
+
+    return step
+
+
 def time_steps(step: Step, first: int, count: int, threads: int) -> list[float]:
     """Wall seconds of steps first .. first+count-1, each timed on its own."""
     times = []
@@ -211,16 +266,30 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     total = args.warmup + (REWARM + BLOCK) * blocks      # steps each runner takes, at most
     default_threads = torch.get_num_threads()
     threads = TRAIN_THREADS if args.threads is None else args.threads
+    layers, parameterisation = args.layers, args.parameterisation
+    if args.ratio_n is None and layers is not None:
+        args.ratio_n = 10 * n       # the n-independence check, by default for depth
+
+    def ours(size: int) -> Step:
+        if layers is None:
+            return iclab_step(d, size, batch, sigma, total, **task)
+        return deep_iclab_step(d, size, batch, sigma, total, layers, parameterisation)
+
+    def plain() -> Step:
+        if layers is None:
+            return plain_step(d, n, batch, sigma, **task)
+        return deep_plain_step(d, n, batch, sigma, layers)
+
     runners: dict[str, tuple[Step, int]] = {
-        "iclab": (iclab_step(d, n, batch, sigma, total, **task), threads),
-        "plain": (plain_step(d, n, batch, sigma, **task), default_threads),
+        "iclab": (ours(n), threads),
+        "plain": (plain(), default_threads),
     }
     if default_threads != 1:
-        runners["plain_1_thread"] = (plain_step(d, n, batch, sigma, **task), 1)
+        runners["plain_1_thread"] = (plain(), 1)
     if args.ratio_n is not None:
-        runners["iclab_ratio_n"] = (iclab_step(d, args.ratio_n, batch, sigma, total, **task),
-                                    threads)
-    whole_prompts = args.family != "linear-gaussian" or args.x_law != "gaussian"
+        runners["iclab_ratio_n"] = (ours(args.ratio_n), threads)
+    whole_prompts = layers is None and (args.family != "linear-gaussian"
+                                        or args.x_law != "gaussian")
     if whole_prompts:
         runners["draws"] = (draws_step(d, n, batch, sigma, **task), 1)
     before = machine()
@@ -229,7 +298,8 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
                      if name in ("plain", "plain_1_thread"))
     result: dict[str, Any] = {
         "d": d, "n": n, "batch": batch, "sigma": sigma, **task, "steps": args.steps,
-        "repeats": args.repeats,
+        "repeats": args.repeats, "layers": layers,
+        "parameterisation": None if layers is None else parameterisation,
         "median_step_seconds": medians["iclab"],
         "plain_median_step_seconds": medians["plain"],
         "plain_1_thread_median_step_seconds": medians.get("plain_1_thread", medians["plain"]),
@@ -250,9 +320,11 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
 def report(result: dict[str, Any]) -> str:
     ms = 1e3
+    model = "one-layer LSA" if result["layers"] is None else \
+        f"{result['layers']}-layer LSA ({result['parameterisation']})"
     lines = [
-        f"{result['family']}, x law {result['x_law']}, d={result['d']} n={result['n']} "
-        f"batch={result['batch']} sigma={result['sigma']:g}: median of "
+        f"{model}, {result['family']}, x law {result['x_law']}, d={result['d']} "
+        f"n={result['n']} batch={result['batch']} sigma={result['sigma']:g}: median of "
         f"{result['steps']} x {result['repeats']} steps after warm-up",
         f"  iclab step            {ms * result['median_step_seconds']:8.3f} ms"
         f"  ({result['iclab_threads']} thread(s))",
@@ -312,9 +384,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                              "as iclab train]")
     parser.add_argument("--table", action="store_true",
                         help="time d in {5, 10, 20} x n in {10, 20, 100, 1000}")
+    parser.add_argument("--layers", type=int, default=None,
+                        help="time the L-layer LSA and its Z sampler [default: the one-layer "
+                             "LSA of iclab train]")
+    parser.add_argument("--parameterisation", choices=("full", "sparse"), default="full",
+                        help="with --layers: the L-layer model's parameterisation")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args(argv)
-    for name in ("d", "n", "batch", "steps", "warmup", "repeats", "threads", "ratio_n"):
+    for name in ("d", "n", "batch", "steps", "warmup", "repeats", "threads", "ratio_n",
+                 "layers"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1")
     try:
@@ -322,6 +400,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                          **task_keys(args.family, args.x_law)).validate()
     except ConfigError as error:
         parser.error(str(error))
+    if args.layers is not None and task_keys(args.family, args.x_law):
+        parser.error("--layers times the linear Gaussian task; leave out --family and --x-law")
     return args
 
 

@@ -53,6 +53,24 @@ class Prompts:
 
 
 @dataclass(frozen=True)
+class ZStatistics:
+    """A batch of linear Gaussian prompts reduced to what any depth of LSA reads.
+
+    Z: (B, d+1, d+1) sum over the n context tokens of e_i e_i^T; x_q: (B, d) queries;
+    y_q: (B,) the queries' labels; n: the number of context tokens.
+    """
+
+    Z: torch.Tensor
+    x_q: torch.Tensor
+    y_q: torch.Tensor
+    n: int
+
+    @property
+    def batch(self) -> int:
+        return int(self.Z.shape[0])
+
+
+@dataclass(frozen=True)
 class GaussianStatistics:
     """Everything a one-layer LSA prediction needs from a batch of linear Gaussian prompts.
 

@@ -14,17 +14,18 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, fsync it, then rename it over."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    tmp: Path | None = None
+    try:  # the temporary file is removed on every way out: an error, Ctrl-C, SIGTERM (the CLI)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = Path(tmp_name)
+        os.close(fd)
         write(tmp)
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

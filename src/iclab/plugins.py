@@ -42,7 +42,7 @@ def _import_file(path_text: str, reference: str, kind: str) -> Any:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # a plug-in calling sys.exit() is a failure too
         del sys.modules[name]
         raise ConfigError(f"{kind} {reference!r}: importing {path_text} failed "
                           f"({type(error).__name__}: {error})") from None
@@ -58,7 +58,7 @@ def _import_module(module_name: str, reference: str, kind: str) -> Any:
     except ImportError as error:
         raise ConfigError(f"{kind} {reference!r}: cannot import module {module_name!r} "
                           f"({error})") from None
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # a plug-in calling sys.exit() is a failure too
         raise ConfigError(f"{kind} {reference!r}: importing {module_name} failed "
                           f"({type(error).__name__}: {error})") from None
     finally:

@@ -82,13 +82,21 @@ def test_reproduce_help_names_its_options(capsys: pytest.CaptureFixture[str]) ->
 
 @pytest.mark.slow
 def test_reproduce_quick_holds_every_claim(tmp_path: Path) -> None:
-    """Its time (under 2 minutes on 2 cores) is measured outside tests, see the README."""
+    """Every claim holds but one: Zhang-Frei-Bartlett's "the LSA's ratio to the Bayes loss stays
+    bounded under task shifts", which the issue keeps with its numbers. At n = 20 the LSA's
+    loss grows like c^2 under w-scale while the Bayes loss saturates (ratio growth about 13 at
+    c = 4, bound 4); their robustness is a large-n statement. Hence exit code 1. Its time is
+    measured outside tests, see the README."""
     out = tmp_path / "quick"
-    assert main(["reproduce", "--quick", "--out", str(out), "--quiet"]) == 0
+    assert main(["reproduce", "--quick", "--out", str(out), "--quiet"]) == 1
     claims = json.loads((out / "claims.json").read_text())
-    assert all(c["holds"] for c in claims)
+    failing = [c["claim"] for c in claims if not c["holds"]]
+    assert len(failing) == 1 and failing[0].startswith("Shift: w-scale shift") \
+        and "stays bounded" in failing[0] and "model=softmax" not in failing[0]
     named = " ".join(c["claim"] for c in claims)
-    for section in ("Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context"):
+    for section in ("Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context", "Shift",
+                    "Depth"):
         assert f"{section}:" in named
+    assert (out / "depth_depth.png").is_file()
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(list(out.glob("*.png"))) >= 6

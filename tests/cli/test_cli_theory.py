@@ -173,7 +173,7 @@ def test_bad_covariance_files(kind: str, option: str, tmp_path: Path,
     (["--family", "relu", "--width", "3"], "width applies only to family two-layer-relu"),
     (["--family", "relu", "--cov-x", "missing.npy"], "only to --family linear-gaussian"),
     (["--family", "two-layer-relu", "--width", "0"], "width must be an integer >= 1"),
-    (["--precision", "0"], "--precision must be a finite number > 0"),
+    (["--precision", "0"], "--precision must be a number from 1e-06 to 0.5, got 0.0"),
 ])
 def test_bad_options(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["theory", "--d", "2", "--n", "5", "--sigma", "0.1", *argv], capsys)

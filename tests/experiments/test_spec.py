@@ -165,8 +165,10 @@ def test_load_spec_reads_toml_and_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("name", "limit"), [("reproduce", 0.02), ("reproduce-quick", 0.03)])
 def test_builtin_specs_make_the_issue_s_claims(name: str, limit: float) -> None:
     spec = builtin_spec(name)
-    assert all(0 < claim.tolerance <= limit for claim in spec.claims)
-    assert {"Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context"} <= {
+    relative = [claim for claim in spec.claims  # Shift, Depth: se, bounds, own tolerances
+                if claim.section not in ("Shift", "Depth")]
+    assert all(0 < claim.tolerance <= limit for claim in relative)
+    assert {"Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context", "Shift", "Depth"} <= {
         claim.section for claim in spec.claims}
     sigma_sites = {p.config.task.sigma for p in spec.group("theorem1-sigma").points}
     assert len(sigma_sites) >= 5 and 0.0 in sigma_sites
@@ -183,8 +185,16 @@ def test_the_quick_spec_is_a_short_override_of_the_default_one() -> None:
     assert raw["extends"] == "reproduce.toml" and len(text.read_text().splitlines()) <= 60
     quick, full = builtin_spec("reproduce-quick"), builtin_spec("reproduce")
     assert [c.kind for c in quick.claims] == [c.kind for c in full.claims]
-    assert {c.tolerance for c in quick.claims} == {0.03}
-    assert {c.tolerance for c in full.claims} == {0.02}
+    assert {c.tolerance for c in quick.claims if c.section not in ("Shift", "Depth")} == {0.03}
+    assert {c.tolerance for c in full.claims if c.section not in ("Shift", "Depth")} == {0.02}
+    depth = [(q, f) for q, f in zip(quick.claims, full.claims, strict=True)
+             if f.section == "Depth"]  # the same tolerances, but above-bayes's 3 %
+    assert depth and all(q.tolerance == (0.03 if q.kind == "above-bayes" else f.tolerance)
+                         for q, f in depth)
+    shifts = [(q, f) for q, f in zip(quick.claims, full.claims, strict=True) if q.kind == "shift"]
+    assert shifts and all(q.tolerance == f.tolerance and q.parameters["values"] ==
+                          f.parameters["values"] for q, f in shifts)
+    assert {q.parameters["prompts"] for q, _ in shifts} == {5000}
     assert len(quick.points()) < len(full.points())
 
 

@@ -105,3 +105,43 @@ def test_extends_depth_is_bounded(tmp_path: Path) -> None:
     load_spec(tmp_path / "s8.toml")
     with pytest.raises(ConfigError, match="deeper than 8"):
         load_spec(tmp_path / "s10.toml")
+
+
+def test_claim_overrides_can_name_the_kinds_they_apply_to(tmp_path: Path) -> None:
+    write(tmp_path, "base.toml", BASE + '[[claims]]\nkind = "isotropy"\ngroup = "b"\n'
+          'tolerance = 0.02\n')
+    child = write(tmp_path, "child.toml", """
+extends = "base.toml"
+[[override_claims]]
+kinds = ["isotropy"]
+tolerance = 0.1
+[[override_claims]]
+separation = 3
+""")
+    spec = load_spec(child)
+    assert [(c.kind, c.tolerance, c.separation) for c in spec.claims] == [
+        ("eta", 0.02, 3.0), ("isotropy", 0.1, 3.0)]
+
+
+def test_a_groups_own_keys_win_over_override_groups(tmp_path: Path) -> None:
+    write(tmp_path, "base.toml", BASE)
+    child = write(tmp_path, "child.toml", 'extends = "base.toml"\n[override_groups]\n'
+                  'seeds = [0, 1]\n[[groups]]\nname = "b"\nseeds = [5]\n[[groups]]\nname = "c"\n'
+                  'n = 6\nseeds = [7]\n')
+    spec = load_spec(child)
+    assert {g.name: sorted({p.config.run.seed for p in g.points}) for g in spec.groups} == {
+        "a": [0, 1], "b": [5], "c": [7]}
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ('[[override_claims]]\nkinds = ["gamma"]\ntolerance = 0.1\n', "kinds must list kinds"),
+    ('[[override_claims]]\nkinds = "eta"\ntolerance = 0.1\n', "kinds must list kinds"),
+    ("override_claims = 3\n", "override_claims must be a table or a list of tables"),
+])
+def test_bad_claim_overrides_are_one_line_errors(tmp_path: Path, override: str,
+                                                 message: str) -> None:
+    write(tmp_path, "base.toml", BASE)
+    child = write(tmp_path, "child.toml", 'extends = "base.toml"\n' + override)
+    with pytest.raises(ConfigError, match=message) as info:
+        load_spec(child)
+    assert "\n" not in str(info.value)

@@ -144,7 +144,7 @@ def test_a_sweep_that_cannot_start_creates_no_folder(tmp_path: Path) -> None:
         run_sweep(spec, tmp_path / "a" / "out", Unreachable(), progress=False)
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "file").write_text("")
-    with pytest.raises(ConfigError, match="is not a writable folder"):
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
         run_sweep(spec, tmp_path / "file" / "out", Recording(), progress=False)
     with pytest.raises(ConfigError, match="exists and is not a folder"):
         run_sweep(spec, tmp_path / "file", Recording(), progress=False)

@@ -160,7 +160,7 @@ def test_eta_star_shrinks_as_noise_grows() -> None:
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(-3, 0), sigma=st.floats(allow_nan=True, allow_infinity=True))
 def test_refuses_bad_n(n: int, sigma: float) -> None:
-    with pytest.raises(ValueError, match="n must be >= 1"):
+    with pytest.raises(ValueError, match="n must be an integer >= 1"):
         eta_star_isotropic(n, 3, 0.1)
     if not (math.isfinite(sigma) and sigma >= 0):
         with pytest.raises(ValueError, match="sigma must be a finite number >= 0"):

@@ -3,8 +3,10 @@
 from iclab.algorithms.base import InContextAlgorithm
 from iclab.algorithms.baselines import (
     BayesPosteriorMean,
+    GDPlusPlus,
     KStepGD,
     LeastSquares,
+    PreconditionedKStepGD,
     Ridge,
     ZeroPredictor,
 )
@@ -13,11 +15,13 @@ from iclab.algorithms.gd import OneStepGD, PreconditionedGD
 
 __all__ = [
     "BayesPosteriorMean",
+    "GDPlusPlus",
     "InContextAlgorithm",
     "KStepGD",
     "LeastSquares",
     "OneStepGD",
     "PreconditionedGD",
+    "PreconditionedKStepGD",
     "Ridge",
     "ZeroPredictor",
     "lsa_from_gamma",

@@ -22,6 +22,7 @@ import torch
 
 from iclab.algorithms.gd import PreconditionedGD
 from iclab.analysis.compare import compare_with
+from iclab.analysis.depth import depth_optimum, depth_results, is_deep
 from iclab.analysis.readout import gamma_relative_error, nuisance_shares
 from iclab.analysis.reference_measures import reference_measures
 from iclab.models.base import Model
@@ -105,7 +106,11 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int) -> di
     })
     if optimum.n_eff is not None and math.isfinite(optimum.n_eff):
         result["n_eff"] = optimum.n_eff
-    if not model.has_readout and task.gaussian:
+    if is_deep(model):
+        steps = depth_optimum(model, task, seed)
+        result.update(depth_results(model, cpu64(model), task, steps,  # type: ignore[arg-type]
+                                    nuisance_set))
+    elif not model.has_readout and task.gaussian:
         # no linear read-out: how close its predictions are to one-step GD, ridge and OLS
         result.update(reference_measures(cpu64(model), task, optimum.gamma,  # type: ignore[arg-type]
                                          min(NUISANCE_PROMPTS, eval_prompts), seed))

@@ -36,3 +36,18 @@ def judge(result: dict[str, Any], linear: bool = True) -> dict[str, Any]:
         "excess_z": z,
         "verdict_reference": "the optimal one-layer LSA loss L* (loss_star)",
     }
+
+
+def judge_depth(result: dict[str, Any], sparse: bool) -> dict[str, Any]:
+    """The verdict of an L-layer run, against the optimal L-step GD loss (gd_steps_loss).
+
+    A sparse model is L steps of preconditioned GD, so the optimal L-step GD bounds it (for
+    isotropic tasks) and the verdict is "optimal" / "not optimal"; a full model can do
+    better than GD (GD++, say), and the verdict says "at", "above" or "below" it."""
+    reference = {"test_loss": result["test_loss"], "test_loss_stderr": result["test_loss_stderr"],
+                 "loss_star": result["gd_steps_loss"],
+                 "loss_star_stderr": result.get("gd_steps_loss_stderr") or 0.0}
+    verdict = judge(reference, linear=sparse)
+    verdict["verdict"] = verdict["verdict"].replace("L*", "the optimal L-step GD")
+    verdict["verdict_reference"] = "the optimal L-step GD loss (gd_steps_loss)"
+    return verdict

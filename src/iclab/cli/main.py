@@ -1,30 +1,31 @@
 """Entry point: the ``iclab`` command group and its one-line error handling.
 
 Every bad input (unknown option, bad value, bad file) ends with one line on stderr naming the
-value and what is allowed, and exit code 2; no traceback is shown.
+value and what is allowed, and exit code 2; no traceback is shown. Ctrl-C (SIGINT) and SIGTERM,
+at any moment from the first import on, end with one line and exit code 130 (143 for
+SIGTERM): the heavy imports happen inside ``main``, and SIGTERM is turned into the same
+interrupt, so files being written atomically are cleaned up and an interrupted run resumes
+when the same command is run again.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
+from types import FrameType
+from typing import Any
 
-import click
+RESUMABLE = ("train", "sweep", "reproduce")
+"""Commands that resume where an interrupted invocation stopped."""
 
-from iclab import __version__
-from iclab.cli.catalogue import families_command, models_command
-from iclab.cli.certify import certify_command
-from iclab.cli.reproduce import reproduce_command
-from iclab.cli.shift import shift_command
-from iclab.cli.sweep import sweep_command
-from iclab.cli.theory import theory_command
-from iclab.cli.train import make_train_command
-from iclab.errors import ConfigError
-from iclab.experiments.claims import ClaimsNotHeldError
-from iclab.experiments.sweep import SweepError
-from iclab.models.registry import ModelRegistry
-from iclab.plugins import is_plugin_reference
-from iclab.training.loop import TrainingDivergedError
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
 
 
 def _model_argument(args: list[str]) -> str | None:
@@ -37,9 +38,22 @@ def _model_argument(args: list[str]) -> str | None:
     return None
 
 
-def build_cli(args: list[str]) -> click.Group:
-    """The ``iclab`` command group. A plug-in model named on the command line joins the
-    model registry first, so that its options are ``iclab train`` options."""
+def build_cli(args: list[str]) -> Any:
+    """The ``iclab`` command group (a ``click.Group``). A plug-in model named on the command
+    line joins the model registry first, so that its options are ``iclab train`` options."""
+    import click
+
+    from iclab import __version__
+    from iclab.cli.catalogue import families_command, models_command
+    from iclab.cli.certify import certify_command
+    from iclab.cli.reproduce import reproduce_command
+    from iclab.cli.shift import shift_command
+    from iclab.cli.sweep import sweep_command
+    from iclab.cli.theory import theory_command
+    from iclab.cli.train import make_train_command
+    from iclab.models.registry import ModelRegistry
+    from iclab.plugins import is_plugin_reference
+
     models = ModelRegistry()
     reference = _model_argument(args) if args[:1] == ["train"] else None
     if reference is not None and is_plugin_reference(reference):
@@ -59,13 +73,48 @@ def build_cli(args: list[str]) -> click.Group:
 
 
 def _fail(message: str, code: int) -> int:
-    click.echo(f"iclab: error: {message}", err=True)
+    line = " ".join(message.split())  # one line, whatever the message holds
+    sys.stderr.write(f"iclab: error: {line}\n")
+    sys.stderr.flush()
     return code
+
+
+def _interrupted(args: list[str], terminated: bool) -> int:
+    """One line, and 130 (Ctrl-C) or 143 (SIGTERM); further interrupts are ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    what = "terminated" if terminated else "interrupted"
+    hint = ("; run the same command again to resume" if args[:1] and args[0] in RESUMABLE
+            else "")
+    sys.stdout.flush()
+    return _fail(what + hint, 143 if terminated else 130)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return (and, from the console script, exit with) the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        previous = None
+    try:
+        return _run(args)
+    except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM during the imports
+        return _interrupted(args, isinstance(error, Terminated))
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: list[str]) -> int:
+    import click
+
+    from iclab.errors import ConfigError
+    from iclab.experiments.claims import ClaimsNotHeldError
+    from iclab.experiments.sweep import SweepError
+    from iclab.training.loop import TrainingDivergedError
+
     try:
         build_cli(args).main(args=args, prog_name="iclab", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as error:
@@ -79,10 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(error), 2)
     except (TrainingDivergedError, SweepError, ClaimsNotHeldError) as error:
         return _fail(str(error), 1)
-    except click.exceptions.Abort:
-        return _fail("aborted", 130)
-    except KeyboardInterrupt:
-        return _fail("interrupted; run the same command again to resume", 130)
+    except click.exceptions.Abort as error:  # click turns Ctrl-C into Abort
+        context = error.__context__
+        return _interrupted(args, isinstance(context, Terminated))
+    except KeyboardInterrupt as error:
+        return _interrupted(args, isinstance(error, Terminated))
     except click.exceptions.Exit as error:
         return int(error.exit_code)
     except click.ClickException as error:

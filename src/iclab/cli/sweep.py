@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
 
 from iclab.experiments.claims import Claim, ClaimsNotHeldError
 from iclab.experiments.spec import Spec, load_spec
-from iclab.experiments.sweep import EXECUTORS, make_executor, run_sweep
+from iclab.experiments.sweep import EXECUTORS, check_sweep_dir, make_executor, run_sweep
 
 
 def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -57,7 +56,7 @@ def format_claims(claims: list[Claim]) -> str:
     for claim in claims:
         verdict = "holds" if claim.holds else "FAILS"
         lines.append(f"{verdict:<6} {claim.value:>10.5g} vs {claim.theory:<10.5g} "
-                     f"(tol {100 * claim.tolerance:g}%)  {claim.claim}")
+                     f"(tol {claim.tolerance_text})  {claim.claim}")
     return "\n".join(lines)
 
 
@@ -66,7 +65,7 @@ def sweep_and_report(load: Callable[[], Spec], out: str, executor: str, address:
                      connect_timeout: float | None = None) -> None:
     """Run the spec ``load`` returns into ``out``; with claims, write the report and raise
     ClaimsNotHeldError (exit code 1) if one does not hold."""
-    out_dir = Path(out)
+    out_dir = check_sweep_dir(out)  # before Path(""), which is the current folder
     started = time.perf_counter()
     runner = make_executor(executor, workers, address, storage,  # bad options first
                            connect_timeout)

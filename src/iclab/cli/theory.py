@@ -9,15 +9,25 @@ from typing import Any
 import click
 import numpy as np
 
+from iclab.config.train import RunConfig, TaskConfig
 from iclab.errors import ConfigError
-from iclab.tasks.base import TaskFamily, check_scalars
+from iclab.fields import check_value, field_infos
+from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariance import load_covariance
 from iclab.tasks.registry import FamilyRegistry
+from iclab.theory.bayes import check_bayes_prompts
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
+from iclab.theory.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
 from iclab.theory.rotation_invariant import DEFAULT_PRECISION
 
 LAW_HELP = ("Law of the covariates, x = Sigma_x^(1/2) z: gaussian, uniform, rademacher, laplace, "
             "student-t:NU (NU > 4) or MODULE:FUNCTION (linear-gaussian only) [default: gaussian].")
+MIN_PRECISION, MAX_PRECISION = 1e-6, 0.5
+
+
+def _entry(value: float) -> str:
+    """A Gamma* entry: 6 decimals, or 2 significant digits where those would show 0."""
+    return f"{value: .6f}" if value == 0 or abs(value) >= 5e-7 else f"{value: .1e}"
 
 
 def _with_stderr(value: float | None, stderr: dict[str, Any] | None, key: str) -> str:
@@ -48,8 +58,20 @@ def format_optimum(family: str, task: TaskFamily, optimum: FamilyOptimum) -> str
     width = max(len(name) for name, _ in rows)
     lines = [f"{name:<{width}}  {value}" for name, value in rows]
     lines.append("Gamma* =")
-    lines.extend("  " + "  ".join(f"{entry: .6f}" for entry in row) for row in optimum.gamma)
+    lines.extend("  " + "  ".join(_entry(entry) for entry in row) for row in optimum.gamma)
     return "\n".join(lines)
+
+
+def format_steps(steps: MultiStepOptimum) -> str:
+    """The optimal L-step GD in a few lines."""
+    stderr = "" if steps.method == EXACT else f" ± {steps.loss_stderr:.2g}"
+    return "\n".join([
+        f"optimal {steps.layers}-step GD ({steps.method}): steps "
+        + ", ".join(f"{eta:.6g}" for eta in steps.etas),
+        f"  its loss {steps.loss:.6g}{stderr}; Krylov bound (best degree-{steps.layers - 1} "
+        f"polynomial) {steps.krylov_loss:.6g}" + (" (attained)" if steps.krylov_attained
+                                                  else ""),
+    ])
 
 
 def _files_apply(family: str, files: dict[str, str | None]) -> None:
@@ -82,16 +104,24 @@ def _files_apply(family: str, files: dict[str, str | None]) -> None:
 @click.option("--monte-carlo", is_flag=True,
               help="Estimate by Monte Carlo even where a closed form exists.")
 @click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
-              help="Monte Carlo: stop once stderr(eta) <= PRECISION * eta.")
+              help="Monte Carlo: stop once stderr(eta) <= PRECISION * eta (1e-6 to 0.5).")
 @click.option("--bayes-prompts", type=int, default=20_000, show_default=True,
-              help="Prompts for the Monte Carlo Bayes risk (linear Gaussian families).")
-@click.option("--seed", type=int, default=0, show_default=True)
+              help="Prompts for the Monte Carlo Bayes risk (linear Gaussian families; 0 skips "
+                   "it; exactly 0 when sigma = 0 and n >= d).")
+@click.option("--layers", type=int, default=None,
+              help="Also the optimal L-step gradient descent (steps, loss, Krylov bound), "
+                   f"L from 1 to {MAX_LAYERS}.")
+@click.option("--preconditioned", is_flag=True,
+              help="With --layers: also search the best preconditioned L-step GD (Monte "
+                   "Carlo; tens of seconds to minutes).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the Monte Carlo estimates (0 to 2**62).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def theory_command(
     d: int, n: int, sigma: float, cov_x: str | None, cov_w: str | None, family: str,
     width: int | None, x_law: str | None, context_correlation: float | None,
     context_covariance: str | None, monte_carlo: bool, precision: float, bayes_prompts: int,
-    seed: int, as_json: bool,
+    layers: int | None, preconditioned: bool, seed: int, as_json: bool,
 ) -> None:
     """The optimal one-layer LSA for a task family: Gamma*, eta*, its loss and the Bayes risk.
 
@@ -101,11 +131,20 @@ def theory_command(
     contexts: the number of independent examples worth as much; null otherwise), and the
     inputs.
     """
-    check_scalars(d, n, sigma)
-    if bayes_prompts < 2:
-        raise ConfigError(f"--bayes-prompts must be an integer >= 2, got {bayes_prompts}")
-    if not (math.isfinite(precision) and precision > 0):
-        raise ConfigError(f"--precision must be a finite number > 0, got {precision}")
+    task_fields, run_fields = field_infos(TaskConfig), field_infos(RunConfig)
+    for name, value in (("d", d), ("n", n), ("sigma", sigma), ("width", width)):
+        check_value(name, value, task_fields[name][1])  # the bounds iclab train has
+    check_value("seed", seed, run_fields["seed"][1])
+    if layers is not None and not 1 <= layers <= MAX_LAYERS:
+        raise ConfigError(f"--layers must be an integer from 1 to {MAX_LAYERS}, got {layers}")
+    if preconditioned and layers is None:
+        raise ConfigError("--preconditioned needs --layers")
+    if bayes_prompts != 0 and bayes_prompts < 2:
+        raise ConfigError(f"--bayes-prompts must be 0 (no Bayes risk) or an integer >= 2, got "
+                          f"{bayes_prompts}")
+    if not (math.isfinite(precision) and MIN_PRECISION <= precision <= MAX_PRECISION):
+        raise ConfigError(f"--precision must be a number from {MIN_PRECISION:g} to "
+                          f"{MAX_PRECISION:g}, got {precision}")
     families = FamilyRegistry()
     law = None if x_law == "gaussian" else x_law  # the default, as in iclab train
     scalars: dict[str, Any] = {"x_law": law, "context_correlation": context_correlation}
@@ -118,10 +157,16 @@ def theory_command(
                                                                          n + 1)
     task = families.make_family(family, d, n, sigma, width, sigma_x, sigma_w, **scalars,
                                 context_covariance=positions)
+    if task.gaussian and bayes_prompts > 0:
+        check_bayes_prompts(d, n, sigma, bayes_prompts, "--bayes-prompts")
     optimum = family_optimum(task, monte_carlo=monte_carlo, precision=precision, seed=seed,
-                             bayes=True, bayes_prompts=bayes_prompts)
+                             bayes=bayes_prompts > 0, bayes_prompts=bayes_prompts)
+    steps = None if layers is None else multistep_optimum(
+        task, layers, seed=seed, monte_carlo=monte_carlo, preconditioned=preconditioned)
     if not as_json:
         click.echo(format_optimum(family, task, optimum))
+        if steps is not None:
+            click.echo(format_steps(steps))
         return
     record: dict[str, Any] = {"family": family, "d": d, "n": n, "sigma": sigma}
     if family == "two-layer-relu":
@@ -133,4 +178,6 @@ def theory_command(
     if positions is not None:
         record["context_covariance"] = positions.tolist()
     record.update(optimum.to_json())
+    if steps is not None:
+        record.update(steps.to_json())
     click.echo(json.dumps(record, allow_nan=False))

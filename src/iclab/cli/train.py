@@ -6,7 +6,6 @@ and the options of every registered model (a model's options apply only to that 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
@@ -16,6 +15,7 @@ from iclab.config.train import DEFAULT_MODEL, SECTIONS, TrainConfig
 from iclab.errors import ConfigError
 from iclab.fields import field_infos
 from iclab.models.registry import ModelRegistry
+from iclab.runs.folder import check_out_dir
 from iclab.runs.pipeline import run_training
 from iclab.tasks.covariance import load_covariance
 
@@ -51,6 +51,15 @@ def format_result(result: dict[str, Any]) -> str:
             rows.append((f"vs {name}: |diff|, cosine",
                          f"{measures['mean_abs_prediction_difference']:.4f}, "
                          f"{measures['sensitivity_cosine']:.4f}"))
+    if "gd_steps_loss" in result:
+        se = result.get("gd_steps_loss_stderr") or 0.0
+        rows.append((f"optimal {result['layers']}-step GD loss",
+                     f"{result['gd_steps_loss']:.5f}" + (f" ± {se:.5f}" if se else "")))
+        rows.append(("optimal steps (sorted)",
+                     ", ".join(f"{eta:.5f}" for eta in result["gd_steps_etas"])))
+        if "layer_steps" in result:
+            rows.append(("learned layer steps (sorted)",
+                         ", ".join(f"{eta:.5f}" for eta in result["layer_steps"])))
     rows += [
         ("test loss", f"{result['test_loss']:.5f} ± {result['test_loss_stderr']:.5f}"),
         ("optimal loss L*", f"{result['loss_star']:.5f}"),
@@ -61,8 +70,9 @@ def format_result(result: dict[str, Any]) -> str:
     lines = [f"{name:<{width}}  {value}" for name, value in shown]
     if "verdict" in result:
         z = result.get("excess_z", 0.0)
+        reference = "the optimal L-step GD loss" if "gd_steps_loss" in result else "L*"
         lines.append(f"{'verdict':<{width}}  {result['verdict']} (test loss "
-                     f"{z:+.1f} standard errors from L*)")
+                     f"{z:+.1f} standard errors from {reference})")
     return "\n".join(lines)
 
 
@@ -77,7 +87,8 @@ def _model_notes(registry: ModelRegistry) -> list[tuple[type, str]]:
 def config_from_options(values: dict[str, Any], registry: ModelRegistry) -> TrainConfig:
     """The validated config of the given option values (None = not given); covariance files
     are read only after every scalar option is checked."""
-    model_name = values.pop("model") or DEFAULT_MODEL
+    model_name = values.pop("model")
+    model_name = DEFAULT_MODEL if model_name is None else model_name
     model_class = registry.get(model_name)
     model_fields = field_infos(model_class.options_class)
     others = {name for cls, _ in _model_notes(registry) for name in field_infos(cls)}
@@ -120,12 +131,14 @@ def make_train_command(registry: ModelRegistry) -> click.Command:
         errors of the optimal LSA loss L*). Running the same command again resumes an
         interrupted run; a finished run is not re-run.
         """
+        path = check_out_dir(out)  # before Path(""), which is the current folder
         config = config_from_options(values, registry)
-        result = run_training(config, Path(out), progress=not quiet, restart=restart)
+        result = run_training(config, path, progress=not quiet, restart=restart)
         click.echo(format_result(result))
         if result.get("verdict") == "not optimal":
+            reference = "the optimal L-step GD loss" if "gd_steps_loss" in result else "L*"
             click.echo(f"iclab: warning: the trained model is not optimal: its test loss is "
-                       f"{result['excess_z']:.1f} standard errors above L*", err=True)
+                       f"{result['excess_z']:.1f} standard errors above {reference}", err=True)
 
     sections = [(cls, "") for cls in SECTIONS] + _model_notes(registry)
     options = [

@@ -83,6 +83,10 @@ class OptimConfig:
                            choices=SAMPLERS)
     exact: bool = setting(False, "Train on the exact population loss (float64 L-BFGS, no "
                           "sampling).")
+    clip_grad: float | None = setting(None, "Clip the gradient's norm to this before each "
+                                      "Adam step [default: no clipping; 1 for deep lsa].",
+                                      minimum=0, strict=True, maximum=1e12,
+                                      omit_default=True)
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,13 @@ class RunConfig:
 
 
 SECTIONS: tuple[type, ...] = (TaskConfig, OptimConfig, RunConfig)
+
+
+def supports_statistics(task: TaskFamily, model_class: type[Model]) -> bool:
+    """Whether the family can draw the sufficient statistics the model reads."""
+    kinds = getattr(task, "statistics_kinds", ("bartlett",) if task.statistics else ())
+    return bool(task.statistics and model_class.has_statistics
+                and model_class.statistics_kind in kinds)
 MODEL_KEY = "model"
 DEFAULT_MODEL = "lsa"
 
@@ -200,7 +211,12 @@ class TrainConfig:
             context_covariance=matrix(t.context_covariance))
 
     def model_class(self, models: ModelRegistry | None = None) -> type[Model]:
+        """The registered class; it builds ``built_class()`` for these options."""
         return (models or ModelRegistry()).get(self.model_name)
+
+    def built_class(self, models: ModelRegistry | None = None) -> type[Model]:
+        """The class of the model these options build (whose capabilities apply)."""
+        return self.model_class(models).built_class(self.model)
 
     def resolved_sampler(self, task: TaskFamily | None = None) -> str:
         """The sampler training uses: "statistics", "prompts" or "exact" (no sampling)."""
@@ -209,8 +225,7 @@ class TrainConfig:
         if self.optim.sampler != "auto":
             return self.optim.sampler
         family = task or self.make_task()
-        return "statistics" if family.statistics and self.model_class().has_statistics \
-            else "prompts"
+        return "statistics" if supports_statistics(family, self.built_class()) else "prompts"
 
     def learning_rate(self, step: int) -> float:
         """The learning rate at ``step`` (0-based); 1, L-BFGS's first trial step, if exact."""
@@ -229,11 +244,13 @@ class TrainConfig:
         for section in (self.task, self.optim, self.run, self.model):
             validate(section)
         (families or FamilyRegistry()).check_name(self.task.family)
-        model_class = self.model_class(models)
+        model_class = self.built_class(models)
         self._check_size()
         task = self.make_task(families)
-        if self.optim.sampler == "statistics" and not (task.statistics
-                                                        and model_class.has_statistics):
+        probe = getattr(task, "probe", None)
+        if callable(probe):  # a user's draw function: called once, so it fails here
+            probe(self.run.seed)
+        if self.optim.sampler == "statistics" and not supports_statistics(task, model_class):
             raise ConfigError(
                 f"sampler statistics needs a family with the sufficient-statistic sampler "
                 f"(linear-gaussian with Gaussian independent covariates, anisotropic) and a "

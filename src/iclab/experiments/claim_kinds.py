@@ -16,6 +16,9 @@ a site = the runs that differ only in their seed):
   tolerance.
 - ``above-bayes``: the mean test loss against the Bayes-optimal (ridge) risk (Monte Carlo,
   linear Gaussian only); holds when value >= (1 + separation x tolerance) x theory.
+- ``shift``: the runs under a shifted test law (``iclab.experiments.shift_claims``).
+- ``steps-loss``, ``layer-steps``, ``loss-below``, ``falls-with``: L-layer runs against the
+  optimal L-step GD and against each other (``iclab.experiments.depth_claims``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import numpy as np
 
 from iclab.errors import ConfigError
 from iclab.experiments.claims import Claim, ClaimContext, ClaimKind, ClaimRegistry, seeds_phrase
+from iclab.experiments.depth_claims import DEPTH_KINDS
 from iclab.experiments.results import RunRecord, Site
+from iclab.experiments.shift_claims import ShiftClaim
 from iclab.experiments.spec import ClaimSpec
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import eta_star_isotropic
@@ -202,5 +207,6 @@ class IsotropyClaim(ClaimKind):
 def register_builtin_claims(registry: ClaimRegistry) -> None:
     """Register iclab's claim kinds, exactly as a new kind would be registered."""
     for kind in (EtaClaim(), IsotropyClaim(), GammaClaim(), NotMultipleClaim(),
-                 TestLossClaim(), AboveBayesClaim()):
+                 TestLossClaim(), AboveBayesClaim(), ShiftClaim(),
+                 *(kind_class() for kind_class in DEPTH_KINDS)):
         registry.register(kind)

@@ -12,17 +12,22 @@ from __future__ import annotations
 import fcntl
 import multiprocessing
 import os
+import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any, Protocol
 
 from iclab.errors import ConfigError
 
 PARENT_POLL_SECONDS = 0.5
+_STOPPING = False
+"""Set in a pool worker that received SIGTERM."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,10 @@ def execute_run(task: RunTask) -> RunOutcome:
     except Exception as error:
         return RunOutcome(task.run_id, f"{type(error).__name__}: {error}",
                           time.perf_counter() - started)
+    except SystemExit as stop:
+        if _STOPPING:  # SIGTERM in a pool worker: the run's files are cleaned up by now
+            os._exit(stop.code if isinstance(stop.code, int) else 1)
+        raise
     return RunOutcome(task.run_id, None, time.perf_counter() - started)
 
 
@@ -105,12 +114,54 @@ def _watch_parent(parent: int) -> None:
             os._exit(1)
 
 
+def _stop(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM in a worker: unwind (a file being written atomically is removed) and exit."""
+    global _STOPPING
+    _STOPPING = True
+    raise SystemExit(128 + signum)
+
+
 def _init_worker(parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGTERM, _stop)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C while workers start, so that they inherit the ignoring from birth (a
+    worker interrupted while importing would print a traceback)."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued runs and stop the running ones now (SIGTERM: each removes its
+    temporary files and exits; its run resumes from its last checkpoint next time)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    processes: dict[int, Any] = getattr(pool, "_processes", None) or {}
+    for process in list(processes.values()):
+        if process.is_alive():
+            process.terminate()
+    for process in list(processes.values()):
+        process.join(timeout=5)
+        if process.is_alive():  # stuck in a long native call: kill it
+            process.kill()
+
+
 class LocalExecutor:
-    """Runs tasks in ``workers`` spawned processes on this machine."""
+    """Runs tasks in ``workers`` spawned processes on this machine.
+
+    Interrupted (Ctrl-C, SIGTERM in the ``iclab`` command), it cancels the queued runs and
+    stops the running ones at once; running the sweep again resumes them.
+    """
 
     def __init__(self, workers: int | None = None) -> None:
         self.workers = check_workers(workers)
@@ -119,14 +170,16 @@ class LocalExecutor:
         if not tasks:
             return
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(self.workers, len(tasks)), mp_context=context,
-                                 initializer=_init_worker, initargs=(os.getpid(),)) as pool:
-            pending: set[Future[RunOutcome]] = {pool.submit(execute_run, t) for t in tasks}
-            try:
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        on_done(future.result())
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
+        pool = ProcessPoolExecutor(min(self.workers, len(tasks)), mp_context=context,
+                                   initializer=_init_worker, initargs=(os.getpid(),))
+        try:
+            with _sigint_ignored():
+                pending: set[Future[RunOutcome]] = {pool.submit(execute_run, t) for t in tasks}
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    on_done(future.result())
+        except BaseException:
+            _terminate(pool)
+            raise
+        pool.shutdown(wait=True)

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from iclab.experiments.claim_kinds import theorem1_eta
 from iclab.experiments.results import Site
 from iclab.io import atomic_write
-from iclab.theory.gaussian import eta_star_isotropic
+from iclab.theory.gaussian import eta_star_continued
 
 DPI = 110
 LEARNED, THEORY, BAYES = "tab:blue", "black", "tab:red"
@@ -64,7 +64,7 @@ def eta_against_axis(sites: list[Site], axis: str, reference: str, tolerance: fl
         grid = (np.geomspace(min(x), max(x), 200) if axis == "n"
                 else np.linspace(min(x), max(x), 200))
         values = {"n": config["n"], "d": config["d"], "sigma": config["sigma"]}
-        curve = [eta_star_isotropic(**{**values, axis: g}) for g in grid]
+        curve = [eta_star_continued(**{**values, axis: g}) for g in grid]
         main.plot(grid, curve, color=THEORY, label="theory 1/(n+d+1+sigma^2)")
         theory = [[theorem1_eta(r) for r in site.records] for site in sites]
     else:

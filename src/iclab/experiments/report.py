@@ -3,7 +3,10 @@
 Sections follow the spec's claims (Theorem 1, Theorem 2, ...). Each group that carries a claim
 gets the figure that shows it: eta_hat against sigma or n (or per family) for ``eta`` claims,
 heatmaps of the learned Gamma against its target for ``gamma`` / ``not-multiple`` claims, test
-loss against n with L* and the Bayes risk for ``test-loss`` / ``above-bayes`` claims.
+loss against n with L* and the Bayes risk for ``test-loss`` / ``above-bayes`` claims, one
+figure per section for the depth kinds (test loss against L, learned against optimal steps),
+and for ``shift`` claims the shift.png of each site's first seed (every predictor's loss against the
+shifted value, with the exact curves), copied from the run's shift folder.
 report.html embeds every figure (base64), so it reads offline as a single file.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import html
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,9 +24,11 @@ from iclab import __version__
 from iclab.experiments import plots
 from iclab.experiments.claim_kinds import AboveBayesClaim, gamma_target, multiple_reference
 from iclab.experiments.claims import Claim, ClaimContext, ClaimRegistry, evaluate_claims
+from iclab.experiments.depth_plots import depth_figure, panel_of
 from iclab.experiments.results import RunRecord, sites
+from iclab.experiments.shift_claims import evaluated_shift
 from iclab.experiments.spec import ClaimSpec, Spec
-from iclab.io import atomic_write_json, atomic_write_text
+from iclab.io import atomic_write, atomic_write_json, atomic_write_text
 
 FAR_FROM_OPTIMUM = 0.25
 """A run whose ||Gamma - Gamma*||_F / ||Gamma*||_F exceeds this is listed as not converged."""
@@ -71,6 +77,72 @@ def _gamma_figures(spec: Spec, group: str, claims: list[ClaimSpec],
     return figures
 
 
+def _copy(source: Path, target: Path) -> None:
+    def write(tmp: Path) -> None:
+        shutil.copyfile(source, tmp)
+
+    atomic_write(target, write)
+
+
+def _shift_figures(spec: Spec, group: str, claims: list[ClaimSpec],
+                   records: dict[str, RunRecord], context: ClaimContext,
+                   out_dir: Path) -> list[FigureFile]:
+    """The shift.png of each site's first seed, copied once per distinct shift evaluation."""
+    figures: list[FigureFile] = []
+    done: set[Path] = set()
+    group_sites = sites(spec, records, group)
+    for claim in claims:
+        for index, site in enumerate(group_sites):
+            record = site.records[0]
+            folder, data = evaluated_shift(claim, record, context)
+            if folder in done:
+                continue
+            done.add(folder)
+            kind = claim.parameters["shift"]
+            name = f"{group}_shift_{kind}{'' if len(group_sites) == 1 else f'_{index}'}"
+            if any(f.name == f"{name}.png" for f in figures):  # same kind, other values
+                name += f"_{folder.name.rsplit('-', 1)[-1]}"
+            _copy(folder / "shift.png", out_dir / f"{name}.png")
+            exact = " (line: exact)" if data["rows"][0].get("exact_loss") is not None else ""
+            figures.append(FigureFile(claim.section, f"{name}.png", (
+                f"Group {group}{f' ({site.label})' if site.label else ''}, seed "
+                f"{record.point.config.run.seed}, {kind} shift: test loss of the trained "
+                f"{data['model']} model{exact} beside OLS, ridge, one-step GD with Gamma* and "
+                f"the Bayes predictor of the test law ({data['prompts']} prompts per value, "
+                f"bars 2 se); runs/{record.point.run_id}/{folder.name}/.")))
+    return figures
+
+
+def depth_groups(claims: list[ClaimSpec]) -> list[str]:
+    """The groups a section's depth claims name (``group`` and ``than``), in order."""
+    names = [c.group for c in claims] + [c.parameters["than"] for c in claims
+                                         if "than" in c.parameters]
+    return list(dict.fromkeys(names))
+
+
+def _depth_figure(spec: Spec, section: str, claims: list[ClaimSpec],
+                  records: dict[str, RunRecord], context: ClaimContext,
+                  out_dir: Path) -> FigureFile:
+    """Test loss against L for the section's groups, with the optimal L-step GD, the Bayes
+    risk of the groups' above-bayes claims, and the learned against the optimal steps."""
+    names = depth_groups(claims)
+    groups = [(name, sites(spec, records, name)) for name in names]
+    bayes: dict[str, float] = {}
+    for claim in spec.claims:
+        if claim.kind == "above-bayes" and claim.group in names:
+            for site in sites(spec, records, claim.group):
+                bayes[panel_of(site)] = AboveBayesClaim().bayes(claim, site, context)[0]
+    name = "".join(c if c.isalnum() else "_" for c in section.lower()) + "_depth.png"
+    depth_figure(groups, bayes, f"{section}: test loss against the number of layers",
+                 out_dir / name)
+    return FigureFile(section, name, (
+        f"Groups {', '.join(names)}: test loss (each seed, and the seed mean) against the "
+        "number of layers L, with the optimal L-step GD loss (L* for a one-layer run) and the "
+        "Bayes (ridge) risk; right: the learned per-layer steps of the sparse runs (looped: "
+        "one step repeated) against "
+        "the optimal L-step GD's, both sorted."))
+
+
 def make_figures(spec: Spec, records: dict[str, RunRecord], context: ClaimContext,
                  out_dir: Path, registry: ClaimRegistry | None = None) -> list[FigureFile]:
     """Draw every figure the spec's claims call for (each kind declares its figure); return
@@ -79,10 +151,18 @@ def make_figures(spec: Spec, records: dict[str, RunRecord], context: ClaimContex
     by_group: dict[tuple[str, str], list[ClaimSpec]] = {}
     for claim in spec.claims:
         family = kinds.get(claim.kind).figure
-        if family is not None:
-            by_group.setdefault((claim.group, family), []).append(claim)
+        if family is not None:  # one depth figure per section, covering its groups
+            key = claim.section if family == "depth" else claim.group
+            by_group.setdefault((key, family), []).append(claim)
+    in_depth = {name for (_, family), claims in by_group.items() if family == "depth"
+                for name in depth_groups(claims)}
     figures: list[FigureFile] = []
     for (group, family), claims in by_group.items():
+        if family == "depth":
+            figures.append(_depth_figure(spec, group, claims, records, context, out_dir))
+            continue
+        if family == "loss" and group in in_depth:
+            continue  # the depth figure shows these losses (and the Bayes risk)
         first, axis = claims[0], _axis(spec, group)
         group_sites = sites(spec, records, group)
         name = f"{group}_{family}.png"
@@ -101,6 +181,8 @@ def make_figures(spec: Spec, records: dict[str, RunRecord], context: ClaimContex
             figures.append(FigureFile(first.section, name, caption))
         elif family == "gamma":
             figures += _gamma_figures(spec, group, claims, records, out_dir)
+        elif family == "shift":
+            figures += _shift_figures(spec, group, claims, records, context, out_dir)
         elif axis is not None:
             risks = None
             bayes_claim = next((c for c in claims if c.kind == "above-bayes"), None)
@@ -122,7 +204,7 @@ def _number(value: float) -> str:
 
 def _claim_row(claim: Claim) -> list[str]:
     return [("holds" if claim.holds else "FAILS"), claim.claim, _number(claim.value),
-            _number(claim.theory), f"{100 * claim.tolerance:g}%", claim.metric]
+            _number(claim.theory), claim.tolerance_text, claim.metric]
 
 
 HEADER = ["verdict", "claim", "learned", "theory", "tolerance", "metric"]
@@ -224,8 +306,8 @@ def render_html(spec: Spec, claims: list[Claim], figures: list[FigureFile],
 def write_report(spec: Spec, records: dict[str, RunRecord], out_dir: Path) -> list[Claim]:
     """Evaluate the claims and write claims.json, the figures, report.md and report.html."""
     out_dir = Path(out_dir)
-    context = ClaimContext()
-    claims = evaluate_claims(spec, records, context.cache)
+    context = ClaimContext(out_dir=out_dir)
+    claims = evaluate_claims(spec, records, context.cache, out_dir=out_dir)
     figures = make_figures(spec, records, context, out_dir)
     atomic_write_json(out_dir / "claims.json", [c.to_json() for c in claims])
     atomic_write_text(out_dir / "report.md", render_markdown(spec, claims, figures, records))

@@ -117,14 +117,26 @@ def load_records(spec: Spec, out_dir: Path) -> dict[str, RunRecord]:
     return records
 
 
+def axis_value(point: Point, axis: str) -> Any:
+    """The value of setting ``axis`` in a point's config, also where its JSON form leaves it
+    out at its default (``layers = 1``, say)."""
+    data = point.config.to_json()
+    if axis in data:
+        return data[axis]
+    config = point.config
+    for section in (config.model, config.task, config.optim, config.run):
+        if hasattr(section, axis):
+            return getattr(section, axis)
+    raise KeyError(axis)
+
+
 def sites(spec: Spec, records: dict[str, RunRecord], group: str) -> list[Site]:
     """The group's sites in spec order, each holding its runs (one per seed)."""
     spec_group = spec.group(group)
     order: dict[str, list[RunRecord]] = {}
     values: dict[str, dict[str, Any]] = {}
     for point in spec_group.points:
-        config = point.config.to_json()
-        site_values = {axis: config[axis] for axis in spec_group.axes}
+        site_values = {axis: axis_value(point, axis) for axis in spec_group.axes}
         label = ", ".join(f"{k}={v}" for k, v in site_values.items())
         order.setdefault(label, []).append(records[point.run_id])
         values[label] = site_values

@@ -25,6 +25,13 @@ Schema (every key but ``groups`` is optional)::
     group = "theorem1-sigma"
     tolerance = 0.02
     reference = "theorem1"            # kind-specific option
+    [[claims]]                        # a kind may declare parameters of any type
+    kind = "shift"
+    group = "my-group"
+    shift = "x-scale"
+    values = [0.5, 1, 2, 4]
+    measure = "ratio-grows"
+    tolerance = 1000
 
 A group expands to the Cartesian product of its list-valued fields (in the order written),
 each point once per seed. Covariance expressions: absent or null (identity), a name from
@@ -37,9 +44,10 @@ by the hash of that config; a config reached by several groups is one run.
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from itertools import product
 from pathlib import Path
@@ -58,6 +66,8 @@ _SPEC_KEYS = ("name", "description", "defaults", "covariances", "sections", "gro
 _CLAIM_KEYS = ("section", "kind", "group", "tolerance", "statement", "separation")
 _COVARIANCE_FIELDS = ("cov_x", "cov_w", "context_covariance")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+MAX_POINTS = 10_000
+"""The most runs the groups of a spec may expand to, together."""
 
 
 def config_hash(config: TrainConfig) -> str:
@@ -80,7 +90,8 @@ class Point:
 
 @dataclass(frozen=True)
 class ClaimSpec:
-    """A claim to check on ``group``'s results: kind, tolerance and kind-specific options."""
+    """A claim to check on ``group``'s results: kind, tolerance, kind-specific options (strings)
+    and parameters (any type the kind declares, checked)."""
 
     section: str
     kind: str
@@ -89,6 +100,7 @@ class ClaimSpec:
     options: dict[str, str]
     statement: str | None = None
     separation: float = 5.0
+    parameters: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -144,7 +156,8 @@ def allowed_group_keys(models: ModelRegistry) -> set[str]:
 
 
 def _expand_group(
-    raw: Any, index: int, defaults: dict[str, Any], named: dict[str, Any], source: str
+    raw: Any, index: int, defaults: dict[str, Any], named: dict[str, Any], source: str,
+    budget: int = MAX_POINTS,
 ) -> GroupSpec:
     where = f"{source}: groups[{index}]"
     if not isinstance(raw, dict):
@@ -174,6 +187,10 @@ def _expand_group(
     for axis in axes:
         if not settings[axis] or len(set(map(repr, settings[axis]))) != len(settings[axis]):
             raise _fail(where, f"axis {axis} must list distinct values, got {settings[axis]!r}")
+    count = len(seeds) * math.prod(len(settings[axis]) for axis in axes)
+    if count > budget:
+        raise _fail(where, f"the group has {count} runs (axes {', '.join(axes) or 'none'} times "
+                           f"{len(seeds)} seeds); a spec allows at most {MAX_POINTS} in all")
     points = []
     for values in product(*(settings[a] for a in axes)):
         for seed in seeds:
@@ -200,10 +217,11 @@ def _parse_claim(raw: Any, index: int, groups: set[str], source: str) -> ClaimSp
 
     kind = str(raw.get("kind"))
     try:
-        options = ClaimRegistry().get(kind).options
+        claim_kind = ClaimRegistry().get(kind)
     except ConfigError as error:
         raise _fail(where, str(error)) from None
-    unknown = sorted(set(raw) - set(_CLAIM_KEYS) - set(options))
+    options = claim_kind.options
+    unknown = sorted(set(raw) - set(_CLAIM_KEYS) - set(options) - set(claim_kind.parameters))
     if unknown:
         raise _fail(where, f"unknown keys {unknown} for kind {kind}")
     if raw.get("group") not in groups:
@@ -224,9 +242,11 @@ def _parse_claim(raw: Any, index: int, groups: set[str], source: str) -> ClaimSp
         if value not in allowed:
             raise _fail(where, f"{key} must be one of {', '.join(allowed)}; got {value!r}")
         chosen[key] = value
+    parameters = claim_kind.validate_parameters(raw, f"{where} (kind {kind})")
+    claim_kind.check_groups(parameters, raw["group"], groups, f"{where} (kind {kind})")
     return ClaimSpec(section=section, kind=kind, group=raw["group"],
                      tolerance=numbers["tolerance"], options=chosen, statement=statement,
-                     separation=numbers["separation"])
+                     separation=numbers["separation"], parameters=parameters)
 
 
 def _table(data: dict[str, Any], key: str, source: str) -> dict[str, Any]:
@@ -250,7 +270,10 @@ def parse_spec(data: Any, source: str) -> Spec:
     raw_groups = data.get("groups")
     if not isinstance(raw_groups, list) or not raw_groups:
         raise _fail(source, "groups must be a non-empty list of tables ([[groups]])")
-    groups = [_expand_group(g, i, defaults, named, source) for i, g in enumerate(raw_groups)]
+    groups: list[GroupSpec] = []
+    for index, raw_group in enumerate(raw_groups):
+        budget = MAX_POINTS - sum(len(group.points) for group in groups)
+        groups.append(_expand_group(raw_group, index, defaults, named, source, budget))
     names = [g.name for g in groups]
     if len(set(names)) != len(names):
         raise _fail(source, f"group names repeat: {names}")
@@ -265,20 +288,25 @@ def parse_spec(data: Any, source: str) -> Spec:
 
 
 def _parse_text(text: str, source: str, suffix: str) -> Any:
+    kind = "JSON" if suffix == ".json" else "TOML"
     try:
         return json.loads(text) if suffix == ".json" else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as error:
-        raise _fail(source, f"not valid {'JSON' if suffix == '.json' else 'TOML'}: {error}") \
-            from None
+        raise _fail(source, f"not valid {kind}: {error}") from None
+    except RecursionError:
+        raise _fail(source, f"not a spec: its {kind} nests too deeply") from None
 
 
 def _read_file(path: Path) -> Any:
     if path.suffix not in (".toml", ".json"):
         raise ConfigError(f"{path}: a spec must be a .toml or .json file")
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
     except OSError as error:
         raise ConfigError(f"{path}: cannot read spec ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: a spec must be UTF-8 text; byte {error.start} is "
+                          f"not") from None
     return _parse_text(text, str(path), path.suffix)
 
 

@@ -7,9 +7,12 @@ such as ``reproduce.toml``) and changes it:
 - ``[defaults]``, ``[covariances]``, ``[sections]``: merged key by key, the extending spec's
   keys winning;
 - ``[[groups]]``: a group whose name is in the base updates that group key by key (``drop =
-  true`` removes it); a new name is added; ``[override_groups]`` sets keys in every group;
+  true`` removes it); a new name is added; ``[override_groups]`` sets keys in every group,
+  except the keys the extending spec gives for that group itself;
 - ``[[claims]]``: the base's claims, each updated by ``[override_claims]`` (a tolerance, say),
-  then the extending spec's own claims.
+  then the extending spec's own claims. ``override_claims`` is a table, or a list of tables
+  (``[[override_claims]]``) applied in order; a table with ``kinds = [...]`` applies only to
+  the inherited claims of those kinds.
 
 A base may itself extend another spec (at most ``MAX_DEPTH`` levels, no cycles).
 """
@@ -46,6 +49,7 @@ def _list_of_tables(data: dict[str, Any], key: str, source: str) -> list[dict[st
 def _merge_groups(base: list[dict[str, Any]], child: list[dict[str, Any]],
                   override: dict[str, Any], source: str) -> list[dict[str, Any]]:
     groups = {str(g.get("name")): dict(g) for g in base}
+    own: dict[str, dict[str, Any]] = {}
     for group in child:
         name = str(group.get("name"))
         if group.get("drop") is True:
@@ -56,7 +60,35 @@ def _merge_groups(base: list[dict[str, Any]], child: list[dict[str, Any]],
             groups[name].update(group)
         else:
             groups[name] = dict(group)
-    return [{**group, **override} for group in groups.values()]
+        own[name] = group
+    return [{**group, **override, **own.get(name, {})} for name, group in groups.items()]
+
+
+def _claim_overrides(child: dict[str, Any], source: str) -> list[dict[str, Any]]:
+    """``override_claims`` as a list of tables (a single table is a list of one)."""
+    value = child.get("override_claims", [])
+    tables = [value] if isinstance(value, dict) else value
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError(f"{source}: override_claims must be a table or a list of tables")
+    return tables
+
+
+def _override_claims(claims: list[dict[str, Any]], overrides: list[dict[str, Any]],
+                     source: str) -> list[dict[str, Any]]:
+    """The base's claims with each override applied in order (to the kinds it names)."""
+    claims = [dict(claim) for claim in claims]
+    present = {str(claim.get("kind")) for claim in claims}
+    for override in overrides:
+        kinds = override.get("kinds")
+        if kinds is not None and (not isinstance(kinds, list) or not kinds or not all(
+                isinstance(k, str) and k in present for k in kinds)):
+            raise ConfigError(f"{source}: override_claims kinds must list kinds of the base's "
+                              f"claims ({', '.join(sorted(present))}), got {kinds!r}")
+        keys = {key: value for key, value in override.items() if key != "kinds"}
+        for claim in claims:
+            if kinds is None or claim.get("kind") in kinds:
+                claim.update(keys)
+    return claims
 
 
 def merge(base: dict[str, Any], child: dict[str, Any], source: str) -> dict[str, Any]:
@@ -73,9 +105,8 @@ def merge(base: dict[str, Any], child: dict[str, Any], source: str) -> dict[str,
     merged["groups"] = _merge_groups(_list_of_tables(base, "groups", source),
                                      _list_of_tables(child, "groups", source),
                                      _table(child, "override_groups", source), source)
-    claim_override = _table(child, "override_claims", source)
-    merged["claims"] = [{**claim, **claim_override}
-                        for claim in _list_of_tables(base, "claims", source)]
+    merged["claims"] = _override_claims(_list_of_tables(base, "claims", source),
+                                        _claim_overrides(child, source), source)
     merged["claims"] += _list_of_tables(child, "claims", source)
     return merged
 

@@ -51,6 +51,34 @@ def make_executor(name: str, workers: int | None = None, address: str | None = N
     raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}; got {name!r}")
 
 
+def check_sweep_dir(out_dir: str | Path) -> Path:
+    """``out_dir`` as a Path if a sweep folder can be created or reused there (it and its
+    runs/ and runs/.locks are folders or absent, not below a file); ConfigError otherwise."""
+    if str(out_dir).strip() == "":
+        raise ConfigError("--out must name a folder, got an empty string")
+    out_dir = Path(out_dir)
+    for path in (out_dir, out_dir / "runs", out_dir / "runs" / ".locks"):
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"{path} exists and is not a folder")
+    ancestor = out_dir
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"--out {out_dir}: {ancestor} is a file, not a folder")
+    return out_dir
+
+
+def prepare_sweep_dir(out_dir: str | Path) -> Path:
+    """Create OUT/runs/.locks after ``check_sweep_dir``; ConfigError if that fails."""
+    out_dir = check_sweep_dir(out_dir)
+    try:
+        (out_dir / "runs" / ".locks").mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(f"--out {out_dir}: cannot create the sweep folder "
+                          f"({error.strerror or type(error).__name__})") from None
+    return out_dir
+
+
 def _task(point: Point, out_dir: Path) -> RunTask:
     return RunTask(run_id=point.run_id, config=point.config.to_json(),
                    run_dir=str(run_dir(out_dir, point.run_id)),
@@ -86,7 +114,7 @@ def run_sweep(
 
     Raises SweepError when a run fails (the others still finish; run again to retry).
     """
-    out_dir = Path(out_dir)
+    out_dir = check_sweep_dir(out_dir)
     _check_writable(out_dir)  # created as runs finish: a sweep that cannot start leaves none
     points = spec.points()
     pending = [p for p in points if not is_finished(out_dir, p.run_id)]

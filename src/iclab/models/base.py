@@ -47,6 +47,10 @@ class Model(nn.Module):
     options_class: ClassVar[type[Any]] = NoOptions
     has_readout: ClassVar[bool] = False
     has_statistics: ClassVar[bool] = False
+    statistics_kind: ClassVar[str] = "bartlett"
+    """Which sufficient statistics ``forward_statistics`` reads: "bartlett" (the one-layer
+    LSA's 2d+3 numbers, ``GaussianStatistics``) or "wishart" (Z = sum_i e_i e_i^T,
+    ``ZStatistics``); a family lists the kinds it can draw in ``statistics_kinds``."""
     has_exact_loss: ClassVar[bool] = False
 
     @classmethod
@@ -57,6 +61,12 @@ class Model(nn.Module):
         """A freshly initialised model for inputs of dimension d (weights drawn from
         ``generator``)."""
         raise NotImplementedError(f"model {cls.name} does not define create()")
+
+    @classmethod
+    def built_class(cls, options: Any) -> type[Model]:
+        """The class ``create(d, options, ...)`` returns (whose capabilities apply): this one,
+        unless the model builds another for some options (``lsa`` with several layers)."""
+        return cls
 
     @classmethod
     def training_defaults(cls, options: Any) -> dict[str, Any]:

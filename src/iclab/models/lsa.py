@@ -78,9 +78,24 @@ class LSAModelOptions:
     init_scale: float = setting(0.1, "Standard deviation of the initial weights.", minimum=0,
                                 maximum=1e6, strict=True)
     init: str = setting("gd-subspace", "gd-subspace (u_x = m_y = 0 at the start, and kept "
-                        "there when the family's optimum has no nuisance term) or random "
-                        "(every weight random and free; can end in a non-global local "
-                        "minimum).", choices=INIT_SCHEMES)
+                        "there when the family's optimum has no nuisance term; with several "
+                        "layers, every layer starts at a noisy GD step) or random (every "
+                        "weight random and free; can end in a non-global local minimum).",
+                        choices=INIT_SCHEMES)
+    layers: int = setting(1, "Layers L of linear self-attention with a residual stream "
+                          "(1: the one-layer model).", minimum=1, maximum=64,
+                          omit_default=True)
+    parameterisation: str = setting("full", "full (every weight free) or sparse (Ahn et al.: "
+                                    "each layer one step of preconditioned GD); sparse and "
+                                    "looped use the L-layer model even at L = 1.",
+                                    choices=("full", "sparse"), omit_default=True)
+    looped: bool = setting(False, "One set of weights applied at every layer.",
+                           omit_default=True)
+
+    @property
+    def deep(self) -> bool:
+        """Whether these options build the L-layer model (``iclab.models.deep_lsa``)."""
+        return self.layers > 1 or self.parameterisation == "sparse" or self.looped
 
 
 class LinearSelfAttention(Model):
@@ -111,11 +126,26 @@ class LinearSelfAttention(Model):
     def create(
         cls, d: int, options: Any, generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float32,
-    ) -> LinearSelfAttention:
-        """The ``lsa`` model of ``options`` (an ``LSAModelOptions``) for dimension d."""
+    ) -> Model:
+        """The ``lsa`` model of ``options`` (an ``LSAModelOptions``) for dimension d: this
+        one-layer model, or the L-layer model when ``options.deep``."""
+        if options.deep:
+            return _deep_model(d, options, generator, dtype)
         shape = LSAOptions(d, options.key_dim, options.value_dim, options.normalise,
                            options.attend_query)
         return cls(shape, generator, options.init_scale, dtype, options.init)
+
+    @classmethod
+    def built_class(cls, options: Any) -> type[Model]:
+        from iclab.models.deep_lsa import DeepLinearSelfAttention
+
+        return DeepLinearSelfAttention if options.deep else cls
+
+    @classmethod
+    def training_defaults(cls, options: Any) -> dict[str, Any]:
+        """The one-layer model keeps the global defaults; deeper models train longer, with
+        a smaller learning rate (benchmarks/README.md, the depth study)."""
+        return dict(DEEP_TRAINING) if options.deep else {}
 
     def __init__(
         self,
@@ -238,5 +268,26 @@ class LinearSelfAttention(Model):
         if self.options.normalise:
             yhat = yhat / stats.n
         return yhat
+DEEP_TRAINING = {"steps": 1000, "batch": 4096, "lr": 0.005, "clip_grad": 1.0}
+"""Optimiser defaults of the L-layer model, from a training study (benchmarks/README.md):
+full models at depth meet rare prompts with gradient norms up to 1e8, and without clipping
+some seeds spike or end far from the others."""
+
+
+def _deep_model(d: int, options: Any, generator: torch.Generator | None,
+                dtype: torch.dtype) -> Model:
+    """The L-layer model (``iclab.models.deep_lsa``) of ``lsa`` options; its "gd" start is
+    the gd-subspace start of several layers."""
+    from iclab.models.deep_lsa import DeepLinearSelfAttention, DeepLSAOptions
+
+    for name in ("key_dim", "value_dim", "normalise", "attend_query"):
+        if getattr(options, name) != getattr(LSAModelOptions(), name):
+            raise ConfigError(f"{name} applies to the one-layer lsa model only (layers = 1, "
+                              f"parameterisation full, not looped)")
+    shape = DeepLSAOptions(d, options.layers, options.parameterisation, options.looped)
+    init = "gd" if options.init == "gd-subspace" else "random"
+    return DeepLinearSelfAttention(shape, generator, options.init_scale, dtype, init)
+
+
 LSAModel = LinearSelfAttention
 """The built-in model registered as ``lsa``."""

@@ -16,7 +16,7 @@ through its last row v^h: yhat = sum_h sum_i a^h_i v^h . e_i, a sum over heads o
 combinations of the examples' values. One head therefore always carries the kernel-smoother
 term sum_i a_i v.e_i, whose part at small logits, v . mean_i e_i, no weight can cancel; a
 second head with uniform attention can cancel it, after which small logits give the linear
-attention x_q^T Gamma X^T y / n of THEORY.md section 2 to first order.
+attention x_q^T Gamma X^T y / n of docs/theory.md section 2 to first order.
 
 Initialisation: every attention and MLP weight N(0, init_scale^2) from the given generator,
 MLP biases 0.

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from iclab.analysis.evaluate import evaluate
-from iclab.analysis.verdict import judge
+from iclab.analysis.verdict import judge, judge_depth
 from iclab.config.train import TrainConfig
-from iclab.io import atomic_write_text, read_json
-from iclab.runs.folder import RESULT, check_out_dir, dump_result, prepare_run_dir
+from iclab.errors import ConfigError
+from iclab.io import atomic_write_text
+from iclab.runs.folder import RESULT, check_out_dir, dump_result, prepare_run_dir, read_result
 from iclab.tasks.registry import FamilyRegistry
 from iclab.training.loop import fit, resolve_device
 
@@ -28,18 +29,28 @@ def run_training(
     families: FamilyRegistry | None = None,
 ) -> dict[str, Any]:
     """Train (or resume, or skip if finished) the run of ``config`` in ``out_dir``; return
-    the result written to result.json."""
+    the result written to result.json.
+
+    Everything is checked before the folder is touched: the config (a user's draw function is
+    called once, on two prompts), the device and the folder itself.
+    """
     path = check_out_dir(out_dir)
     config.validate(families)
     resolve_device(config.run.device)
     task = config.make_task(families)
     if prepare_run_dir(config, path, restart):
-        finished: dict[str, Any] = read_json(path / RESULT)
-        return finished
+        return read_result(path)
     started = time.perf_counter()
-    trained = fit(config, task, path, progress)
+    try:
+        trained = fit(config, task, path, progress)
+    except OSError as error:  # the folder changed under us: a file became a folder, disk full
+        name = f" {error.filename}" if error.filename else ""
+        raise ConfigError(f"{path}: cannot write the run's files{name} "
+                          f"({error.strerror or type(error).__name__})") from None
     result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed)
     result.update(judge(result, linear=trained.model.has_readout))
+    if "gd_steps_loss" in result:  # several layers: judged against the optimal L-step GD
+        result.update(judge_depth(result, sparse="layer_steps" in result))
     result["wall_seconds"] = time.perf_counter() - started
     result["sampler"] = trained.sampler
     atomic_write_text(path / RESULT, dump_result(result))

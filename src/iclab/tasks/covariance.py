@@ -37,7 +37,11 @@ def validate_covariance(matrix: np.ndarray, d: int, name: str) -> np.ndarray:
             f"{name}: covariance is not symmetric (max |A - A^T| = {asymmetry:.3g})"
         )
     array = np.asarray((array + array.T) / 2, dtype=np.float64)
-    smallest = float(np.linalg.eigvalsh(array)[0])
+    diagonal = np.diagonal(array)
+    if np.array_equal(array, np.diag(diagonal)):  # the eigenvalues are the diagonal
+        smallest = float(np.min(diagonal))
+    else:
+        smallest = float(np.linalg.eigvalsh(array)[0])
     if smallest <= 0 or smallest <= 1e-12 * scale:
         raise ConfigError(
             f"{name}: covariance is not positive definite (smallest eigenvalue {smallest:.3g})"

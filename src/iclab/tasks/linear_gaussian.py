@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from iclab.batches import GaussianStatistics, Prompts
+from iclab.batches import GaussianStatistics, Prompts, ZStatistics
 from iclab.tasks.base import check_scalars
 from iclab.tasks.covariance import validate_covariance
 
@@ -46,6 +46,7 @@ class LinearGaussian:
     cov_w: np.ndarray | None = None
     name: str = "linear-gaussian"
     statistics = True
+    statistics_kinds = ("bartlett", "wishart")
     gaussian = True
     sign_symmetric = True
     _chol_x: np.ndarray | None = field(init=False, repr=False, compare=False)
@@ -135,3 +136,11 @@ class LinearGaussian:
             sigma=float(self.sigma), n=self.n,
         )
 
+    def sample_z_statistics(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> ZStatistics:
+        """Draw the statistics (Z, x_q, y_q) any depth of LSA reads: (d+1)(d+2)/2 + 2d + 1
+        numbers per prompt whatever n is (``iclab.tasks.wishart``)."""
+        from iclab.tasks.wishart import sample_z_statistics
+
+        return sample_z_statistics(self, batch, generator, dtype)

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from iclab.errors import ConfigError
+from iclab.seeding import make_generator
 from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.linear_gaussian import LinearGaussian
 
@@ -197,15 +198,33 @@ class FunctionTask(DrawnTask):
             raise ConfigError(f"family {self.name}: draw must be callable, got {self.draw!r}")
 
     def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """inputs: (B, k, d) -> the user's f values (B, k), checked for shape."""
-        values = self.draw(inputs, generator)
+        """inputs: (B, k, d) -> the user's f values (B, k), checked: a real tensor of that
+        shape with finite values in ``inputs``' dtype; ConfigError (one line naming the
+        family) when the function fails or returns anything else."""
+        try:
+            values = self.draw(inputs, generator)
+        except Exception as error:  # the user's code: any failure is reported, not raised
+            first = (str(error).strip().splitlines() or [""])[0][:160]
+            raise ConfigError(f"family {self.name}: draw(inputs, generator) failed "
+                              f"({type(error).__name__}: {first})") from None
         if not isinstance(values, torch.Tensor) or tuple(values.shape) != tuple(inputs.shape[:2]):
             shape = tuple(values.shape) if isinstance(values, torch.Tensor) else type(values)
             raise ConfigError(
                 f"family {self.name}: draw must return a tensor of shape "
                 f"{tuple(inputs.shape[:2])} (batch, inputs), got {shape}"
             )
-        return values.to(inputs.dtype)
+        if values.is_complex() or values.dtype == torch.bool:
+            raise ConfigError(f"family {self.name}: draw must return real numbers, got dtype "
+                              f"{values.dtype}")
+        values = values.detach().to(inputs.dtype)
+        if not bool(torch.isfinite(values).all()):
+            raise ConfigError(f"family {self.name}: draw returned non-finite values (or values "
+                              f"too large for {inputs.dtype})")
+        return values
+
+    def probe(self, seed: int = 0) -> None:
+        """Draw two prompts, so that a broken draw function fails before any work is done."""
+        self.sample_prompts(2, make_generator(seed, "probe"), torch.float32)
 
 
 def default_anisotropic_lambda(d: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""What the mathematics says the optimal one-layer LSA is, in float64."""
+"""What the mathematics says the optimal one-layer LSA and the optimal L-step GD are."""
 
 from iclab.theory.gaussian import (
     GaussianOptimum,
@@ -7,11 +7,17 @@ from iclab.theory.gaussian import (
     gd_term_loss,
     loss_star_isotropic,
 )
+from iclab.theory.multistep import MultiStepOptimum, multistep_optimum
+from iclab.theory.wishart_moments import wishart_moment, wishart_trace_moments
 
 __all__ = [
     "GaussianOptimum",
+    "MultiStepOptimum",
     "eta_star_isotropic",
     "gaussian_optimum",
     "gd_term_loss",
     "loss_star_isotropic",
+    "multistep_optimum",
+    "wishart_moment",
+    "wishart_trace_moments",
 ]

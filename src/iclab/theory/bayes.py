@@ -1,10 +1,17 @@
 """The Bayes risk of linear Gaussian tasks by Monte Carlo (docs/theory.md section 7).
 
 The posterior mean is ridge with penalty sigma^2 Sigma_w^{-1}; its risk given X is
-sigma^2 + sigma^2 tr(Sigma_x (X^T X + sigma^2 Sigma_w^{-1})^{-1}), averaged here over X
-(a Rao-Blackwellised estimate: only X is sampled). With sigma = 0 the risk given X is
-E[(w^T x_q - w_hat^T x_q)^2 | X] = tr(Sigma_x Cov(w | X)), Cov(w | X) = Sigma_w - Sigma_w X^T
-(X Sigma_w X^T)^+ X Sigma_w.
+sigma^2 + tr(Sigma_x C), C = Cov(w | X) the posterior covariance, averaged here over X
+(a Rao-Blackwellised estimate: only X is sampled). Two equal forms of C are used:
+
+- n >= d: C = sigma^2 (X^T X + sigma^2 Sigma_w^{-1})^{-1}, (d, d). It depends on X only through
+  S = X^T X ~ Wishart(n, Sigma_x), drawn by Bartlett's decomposition (d (d+1) / 2 numbers, any
+  n). With sigma = 0 and n >= d, X has full column rank almost surely, w is determined by the
+  prompt and the risk is exactly 0.
+- n < d: C = Sigma_w - Sigma_w X^T G^{-1} X Sigma_w with G = X Sigma_w X^T + sigma^2 I, (n, n)
+  (Woodbury; Gaussian conditioning on X w + noise = y), from X itself.
+
+Each per-prompt risk is >= 0 in exact arithmetic and is clamped at 0 against rounding.
 """
 
 from __future__ import annotations
@@ -18,6 +25,62 @@ from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.covariance import validate_covariance
 
+MAX_WORK = 2e10
+"""The most work (floating-point operations, a random draw counted as 10) the Monte Carlo
+Bayes risk may take: seconds to a minute on one core."""
+ELEMENTS_PER_CHUNK = 4_000_000
+
+
+def bayes_work(d: int, n: int, sigma: float, prompts: int) -> float:
+    """The work of ``bayes_risk`` (0 where the risk is known to be 0)."""
+    if n >= d:
+        return 0.0 if sigma == 0 else float(prompts) * (10 * d * d + 4 * d**3)
+    return float(prompts) * (10 * n * d + 2 * n * d * d + 2 * n * n * d + 2 * n**3)
+
+
+def check_bayes_prompts(d: int, n: int, sigma: float, prompts: int,
+                        name: str = "prompts") -> None:
+    """ConfigError (naming the option ``name``) unless ``prompts`` is an integer >= 2 whose
+    work is at most MAX_WORK."""
+    if isinstance(prompts, bool) or not isinstance(prompts, int) or prompts < 2:
+        raise ConfigError(f"{name} must be an integer >= 2, got {prompts!r}")
+    work = bayes_work(d, n, sigma, prompts)
+    if work > MAX_WORK:
+        most = max(0, int(prompts * MAX_WORK / work))
+        raise ConfigError(f"the Monte Carlo Bayes risk at d={d}, n={n} from {prompts} prompts "
+                          f"needs about {work:.1e} operations (limit {MAX_WORK:.0e}); give "
+                          f"{name} at most {most} (0 skips it)")
+
+
+def _wishart(chol_x: torch.Tensor, n: int, size: int, generator: torch.Generator
+             ) -> torch.Tensor:
+    """``size`` draws of X^T X ~ Wishart(n, L L^T), n >= d, by Bartlett: (size, d, d)."""
+    d = chol_x.shape[0]
+    lower = torch.randn(size, d, d, generator=generator, dtype=torch.float64).tril(-1)
+    shape = torch.tensor([(n - i) / 2 for i in range(d)], dtype=torch.float64)
+    chi2 = 2 * torch._standard_gamma(shape.expand(size, d).contiguous(), generator=generator)
+    A = lower + torch.diag_embed(chi2.sqrt())                 # (size, d, d), lower triangular
+    LA = chol_x @ A
+    return LA @ LA.transpose(1, 2)
+
+
+def _risks_full_rank(S: torch.Tensor, sigma: float, cov_x: torch.Tensor,
+                     precision_w: torch.Tensor) -> torch.Tensor:
+    """sigma^2 + sigma^2 tr(Sigma_x (S + sigma^2 Sigma_w^{-1})^{-1}) per draw of S: (B,)."""
+    inverse = torch.linalg.inv(S + sigma**2 * precision_w)
+    return sigma**2 + sigma**2 * torch.einsum("ij,bji->b", cov_x, inverse)
+
+
+def _risks_few_examples(X: torch.Tensor, sigma: float, cov_x: torch.Tensor,
+                        cov_w: torch.Tensor) -> torch.Tensor:
+    """sigma^2 + tr(Sigma_x Sigma_w) - tr(G^{-1} X Sigma_w Sigma_x Sigma_w X^T) per X: (B,)."""
+    XS = X @ cov_w                                            # (B, n, d)
+    gram = XS @ X.transpose(1, 2)                             # X Sigma_w X^T: (B, n, n)
+    if sigma > 0:
+        gram = gram + sigma**2 * torch.eye(X.shape[1], dtype=X.dtype)
+    explained = torch.linalg.solve(gram, (XS @ cov_x) @ XS.transpose(1, 2))
+    return sigma**2 + torch.trace(cov_x @ cov_w) - torch.diagonal(explained, dim1=1, dim2=2).sum(-1)
+
 
 def bayes_risk(
     n: int,
@@ -27,40 +90,40 @@ def bayes_risk(
     prompts: int = 20_000,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """(mean, standard error) of the Bayes-optimal predictor's loss, float64.
+    """(mean, standard error) of the Bayes-optimal predictor's loss, float64, both >= 0;
+    exactly (0.0, 0.0) when sigma = 0 and n >= d.
 
-    n >= 1, sigma >= 0, sigma_x and sigma_w (d, d) positive definite, prompts >= 2.
+    n >= 1, sigma >= 0, sigma_x and sigma_w (d, d) positive definite, prompts >= 2 (and
+    within ``MAX_WORK``: ``check_bayes_prompts``).
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(f"n must be an integer >= 1, got {n!r}")
-    if not (isinstance(sigma, int | float) and math.isfinite(sigma) and sigma >= 0):
+    if isinstance(sigma, bool) or not (isinstance(sigma, int | float) and math.isfinite(sigma)
+                                       and sigma >= 0):
         raise ConfigError(f"sigma must be a finite number >= 0, got {sigma!r}")
-    if isinstance(prompts, bool) or not isinstance(prompts, int) or prompts < 2:
-        raise ConfigError(f"prompts must be an integer >= 2, got {prompts!r}")
-    d = np.shape(sigma_x)[0]
+    d = int(np.shape(sigma_x)[0]) if np.ndim(sigma_x) == 2 else 0
     sigma_x = validate_covariance(sigma_x, d, "sigma_x")
     sigma_w = validate_covariance(sigma_w, d, "sigma_w")
+    check_bayes_prompts(d, n, float(sigma), prompts)
+    if sigma == 0 and n >= d:
+        return 0.0, 0.0
     generator = make_generator(seed, "bayes-risk")
     chol_x = torch.as_tensor(np.linalg.cholesky(sigma_x))
-    cov_x = torch.as_tensor(sigma_x)
-    cov_w = torch.as_tensor(sigma_w)
+    cov_x, cov_w = torch.as_tensor(sigma_x), torch.as_tensor(sigma_w)
+    precision_w = torch.linalg.inv(cov_w)
+    per_prompt = 3 * d * d if n >= d else n * d + d * d + n * n
+    chunk = max(1, ELEMENTS_PER_CHUNK // per_prompt)
     risks = []
-    chunk = max(1, 2_000_000 // (n * d + d * d))
     done = 0
     while done < prompts:
         size = min(chunk, prompts - done)
-        X = torch.randn(size, n, d, generator=generator, dtype=torch.float64) @ chol_x.T
-        if sigma > 0:
-            precision = X.transpose(1, 2) @ X + sigma**2 * torch.linalg.inv(cov_w)
-            risk = sigma**2 + sigma**2 * torch.einsum(
-                "ij,bji->b", cov_x, torch.linalg.inv(precision)
-            )
+        if n >= d:
+            risk = _risks_full_rank(_wishart(chol_x, n, size, generator), float(sigma), cov_x,
+                                    precision_w)
         else:
-            XS = X @ cov_w                                        # (B, n, d)
-            kernel = torch.linalg.pinv(XS @ X.transpose(1, 2))   # (B, n, n)
-            posterior = cov_w - XS.transpose(1, 2) @ kernel @ XS  # (B, d, d)
-            risk = torch.einsum("ij,bji->b", cov_x, posterior)
-        risks.append(risk)
+            X = torch.randn(size, n, d, generator=generator, dtype=torch.float64) @ chol_x.T
+            risk = _risks_few_examples(X, float(sigma), cov_x, cov_w)
+        risks.append(risk.clamp(min=0.0))
         done += size
     values = torch.cat(risks)
     return float(values.mean()), float(values.std() / math.sqrt(values.numel()))

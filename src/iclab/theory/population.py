@@ -46,6 +46,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from iclab.errors import ConfigError
+from iclab.tasks.base import check_scalars
+from iclab.tasks.covariance import validate_covariance
 from iclab.tasks.linear_gaussian import LinearGaussian
 
 
@@ -54,7 +57,8 @@ class PopulationLoss:
     """The exact loss E[(yhat - y_q)^2] of one-layer LSA parameters on one linear Gaussian task.
 
     Holds the task's constants (float64 on one device); call it on (u, M) as many times as
-    needed. sigma_x, sigma_w: (d, d); n >= 1; sigma >= 0.
+    needed. sigma_x, sigma_w: (d, d) symmetric positive definite; n >= 1; sigma >= 0
+    (ConfigError otherwise).
     """
 
     n: int
@@ -66,6 +70,13 @@ class PopulationLoss:
     _t4: torch.Tensor = field(init=False, repr=False)    # E[(w^T S w)^2]
 
     def __post_init__(self) -> None:
+        for name in ("sigma_x", "sigma_w"):  # symmetric positive definite, or ConfigError
+            matrix = getattr(self, name)
+            if not isinstance(matrix, torch.Tensor) or matrix.dim() != 2:
+                raise ConfigError(f"{name} must be a (d, d) tensor, got {matrix!r}")
+            validate_covariance(matrix.detach().cpu().double().numpy(),
+                                int(self.sigma_x.shape[0]), name)
+        check_scalars(int(self.sigma_x.shape[0]), self.n, self.sigma)
         s_omega = self.sigma_x @ self.sigma_w
         t1 = torch.trace(s_omega)
         object.__setattr__(self, "_x", s_omega @ self.sigma_x)

@@ -3,11 +3,13 @@
 Every batch is drawn from a generator seeded by (seed, "train", step), so the RNG state of a
 run is its seed and the next step, stored in the metadata; resuming redraws exactly the
 batches an uninterrupted run would have drawn. A checkpoint carries the hash of its run's
-config and is refused by a run with another config (another seed, say).
+config and is refused by a run with another config (another seed, say), and a checksum of its
+tensors, so that damaged data is reported as such (not later, as a diverging loss).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,6 +33,16 @@ class OptimizerState(Protocol):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None: ...
 
 
+def tensor_digest(tensors: dict[str, torch.Tensor]) -> str:
+    """A checksum of named tensors (names, dtypes, shapes and bytes), 32 hex digits."""
+    digest = hashlib.blake2b(digest_size=16)
+    for name in sorted(tensors):
+        tensor = tensors[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
 def save_checkpoint(
     path: Path, model: torch.nn.Module, optimizer: OptimizerState, step: int, seed: int,
     config_hash: str = "",
@@ -50,6 +62,7 @@ def save_checkpoint(
         "config_hash": config_hash,
         "rng": json.dumps({"seed": seed, "stream": "train", "next_step": step}),
         "param_groups": json.dumps(state["param_groups"]),
+        "checksum": tensor_digest(tensors),
     }
     atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
 
@@ -77,6 +90,9 @@ def load_checkpoint(
     if metadata.get("format") != FORMAT:
         raise ConfigError(f"{path}: not an iclab checkpoint (format {metadata.get('format')!r});"
                           f" {RESTART_HINT}")
+    if "checksum" in metadata and metadata["checksum"] != tensor_digest(tensors):
+        raise ConfigError(f"{path}: damaged (its data does not match its checksum); "
+                          f"{RESTART_HINT}")
     if config_hash and metadata.get("config_hash") != config_hash:
         raise ConfigError(f"{path} belongs to another run (config hash "
                           f"{metadata.get('config_hash')!r}, this run's is {config_hash!r}); "
@@ -101,6 +117,6 @@ def load_checkpoint(
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ConfigError(f"{path}: does not fit this run's model ({first[:160]}); "
                           f"{RESTART_HINT}") from None
-    if not all(torch.isfinite(p).all() for p in model.parameters()):
-        raise ConfigError(f"{path}: holds non-finite weights; {RESTART_HINT}")
+    if not all(torch.isfinite(t).all() for t in tensors.values()) or step < 0:
+        raise ConfigError(f"{path}: holds non-finite weights or optimiser state; {RESTART_HINT}")
     return step

@@ -174,12 +174,18 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig, task: TaskFamily
     return ExactLBFGS(model.parameters(), zero_loss, config.run.checkpoint_every)
 
 
-def take_step(optimizer: Optimiser, objective: Objective, step: int) -> torch.Tensor:
-    """One optimisation step at ``step``; returns the loss it started from (detached)."""
+def take_step(optimizer: Optimiser, objective: Objective, step: int,
+              clip_grad: float | None = None) -> torch.Tensor:
+    """One optimisation step at ``step``; returns the loss it started from (detached).
+
+    ``clip_grad``: rescale the gradient to at most this Euclidean norm before Adam's update
+    (deep models meet rare prompts with huge gradients; None: no clipping)."""
     if isinstance(optimizer, ExactLBFGS):
         return optimizer.iterate(objective, step)
     loss: torch.Tensor = objective(step)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()  # type: ignore[no-untyped-call]
+    if clip_grad is not None:
+        torch.nn.utils.clip_grad_norm_(optimizer.params, clip_grad)
     optimizer.step()
     return loss.detach()

@@ -27,11 +27,19 @@ from iclab.io import atomic_write, atomic_write_text
 from iclab.models.base import Model, progress_metrics
 from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
-from iclab.training.checkpoint import load_checkpoint, save_checkpoint
+from iclab.training.checkpoint import (
+    RESTART_HINT,
+    load_checkpoint,
+    save_checkpoint,
+    tensor_digest,
+)
 from iclab.training.exact import Optimiser, make_optimizer, take_step
 from iclab.training.objective import Objective, make_objective
 
 METRICS, CHECKPOINT, MODEL = "metrics.jsonl", "checkpoint.safetensors", "model.safetensors"
+MODEL_METADATA = "iclab"
+"""model.safetensors' metadata key: JSON {"config": the run's config, "checksum": of the
+weights (``tensor_digest``)}."""
 
 TRAIN_THREADS = 1
 """Intra-op threads while training: a step's tensors (B x (2d+3) with the statistics sampler)
@@ -99,7 +107,7 @@ def make_train_step(
     def train_step(step: int) -> torch.Tensor:
         for group in optimizer.param_groups:
             group["lr"] = config.learning_rate(step)
-        return take_step(optimizer, objective, step)
+        return take_step(optimizer, objective, step, config.optim.clip_grad)
 
     return train_step
 
@@ -142,6 +150,9 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
     completed = 0
     if (out_dir / CHECKPOINT).exists():
         completed = load_checkpoint(out_dir / CHECKPOINT, model, optimizer, config_hash)
+        if completed > config.optim.steps:
+            raise ConfigError(f"{out_dir / CHECKPOINT}: records {completed} steps, more than "
+                              f"the run's {config.optim.steps}; {RESTART_HINT}")
     _restore_metrics(out_dir / METRICS, completed)
     sampler = config.resolved_sampler(task)
     objective = make_objective(task, model, sampler, config.optim.batch, config.run.seed, device)
@@ -168,7 +179,8 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
                     raise TrainingDivergedError(
                         f"training diverged at step {done}: mean loss {mean_loss:.3g}"
                         + (f" (first step: {first_loss:.3g})" if first_loss else "")
-                        + f"; try a smaller --lr (now {config.optim.lr:g})")
+                        + f"; no result is written: try a smaller --lr (now "
+                        f"{config.optim.lr:g}) with --restart or another --out")
                 record = {"step": done, "loss": mean_loss, "lr": config.learning_rate(step),
                           **progress_metrics(model, task.n)}
                 metrics.write(json.dumps(record) + "\n")
@@ -180,9 +192,13 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
             bar.update(1)
     bar.close()
     if not all(torch.isfinite(p).all() for p in model.parameters()):
-        raise TrainingDivergedError("training ended with non-finite weights; try a smaller --lr")
+        raise TrainingDivergedError("training ended with non-finite weights; no result is "
+                                    "written: try a smaller --lr with --restart")
     state = {name: t.detach().cpu().contiguous() for name, t in model.state_dict().items()}
-    atomic_write(out_dir / MODEL, lambda tmp: save_file(
-        state, str(tmp), metadata={"config": json.dumps(config.to_json())}))
+    # one metadata key: safetensors writes several in a random order, and the file must be
+    # the same bytes whenever the run is (resumed or not)
+    metadata = {MODEL_METADATA: json.dumps({"config": config.to_json(),
+                                            "checksum": tensor_digest(state)})}
+    atomic_write(out_dir / MODEL, lambda tmp: save_file(state, str(tmp), metadata=metadata))
     save_checkpoint(out_dir / CHECKPOINT, model, optimizer, steps, config.run.seed, config_hash)
     return TrainedModel(model, sampler, time.perf_counter() - started)

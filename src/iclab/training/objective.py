@@ -32,10 +32,13 @@ def make_objective(
     """The loss of ``model`` at step s: on a fresh batch drawn with the "statistics" or "prompts"
     sampler, or, with "exact", the exact population loss (no sampling; ``batch`` is unused)."""
     if sampler == "statistics":
-        if not (task.statistics and model.has_statistics):
+        kinds = getattr(task, "statistics_kinds", ("bartlett",) if task.statistics else ())
+        if not (task.statistics and model.has_statistics and model.statistics_kind in kinds):
             raise ConfigError(f"the statistics sampler needs a family and a model that support "
                               f"it; got {task.name!r} and {model.name!r}")
-        sample_statistics: Any = getattr(task, "sample_statistics")  # noqa: B009
+        method = "sample_statistics" if model.statistics_kind == "bartlett" \
+            else "sample_z_statistics"
+        sample_statistics: Any = getattr(task, method)
 
         def statistics_loss(step: int) -> torch.Tensor:
             stats = sample_statistics(batch, make_generator(seed, "train", step, device))
