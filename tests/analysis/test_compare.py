@@ -31,13 +31,38 @@ def test_a_model_against_the_algorithm_it_implements() -> None:
     assert input_sensitivity_cosine(model, OneStepGD(0.04), batch) == pytest.approx(1.0, abs=1e-12)
 
 
-def test_measures_separate_different_algorithms() -> None:
+def test_prediction_difference_against_known_differences() -> None:
+    """References built to differ from one-step GD by a known amount on every prompt."""
+    batch = prompts(4, 20, batch=2000)
+    gd = OneStepGD(0.04)
+
+    def shifted(X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        return gd(X, y, x_q) + 0.3                             # differs by 0.3 everywhere
+
+    def alternating(X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        signs = torch.where(torch.arange(len(y)) % 2 == 0, 0.25, -0.25).to(y)
+        return gd(X, y, x_q) + signs                          # by 0.25, up or down
+
+    def zero(X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(len(y), dtype=y.dtype)
+
+    assert mean_abs_prediction_difference(gd, gd, batch) == 0.0
+    assert mean_abs_prediction_difference(gd, shifted, batch) == pytest.approx(0.3, rel=1e-12)
+    assert mean_abs_prediction_difference(alternating, gd, batch) == pytest.approx(0.25,
+                                                                                  rel=1e-12)
+    # homogeneity: 3 GD against GD differs by twice GD's own size
+    triple = OneStepGD(0.12)
+    assert mean_abs_prediction_difference(triple, gd, batch) == pytest.approx(
+        2 * mean_abs_prediction_difference(gd, zero, batch), rel=1e-12)
+
+
+def test_sensitivity_cosine_separates_different_algorithms() -> None:
     batch = prompts(4, 20, batch=2000)
     gd = OneStepGD(0.04)
     other = PreconditionedGD(0.04 * np.diag([1.0, -1.0, 1.0, -1.0]))
-    difference = mean_abs_prediction_difference(gd, other, batch)
-    expected = float((gd(batch.X, batch.y, batch.x_q) - other(batch.X, batch.y, batch.x_q))
-                     .abs().mean())
-    assert difference == pytest.approx(expected)
-    # Sensitivities 0.04 X^T y and 0.04 diag(1,-1,1,-1) X^T y: cosine averages near 0.
+    # Sensitivities 0.04 X^T y and 0.04 diag(1,-1,1,-1) X^T y: cosine averages near 0,
     assert abs(input_sensitivity_cosine(gd, other, batch)) < 0.05
+    # and a positive multiple of the same algorithm has cosine 1, a negative one -1
+    assert input_sensitivity_cosine(gd, OneStepGD(0.5), batch) == pytest.approx(1.0, abs=1e-12)
+    assert input_sensitivity_cosine(gd, OneStepGD(-0.5), batch) == pytest.approx(-1.0,
+                                                                                abs=1e-12)

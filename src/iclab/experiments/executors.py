@@ -122,8 +122,12 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 
 def _init_worker(parent: int) -> None:
+    from tqdm import tqdm
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, _stop)
+    # tqdm's default lock is a multiprocessing semaphore, which a stopped worker would leak
+    tqdm.set_lock(threading.RLock())
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
@@ -145,15 +149,16 @@ def _sigint_ignored() -> Iterator[None]:
 def _terminate(pool: ProcessPoolExecutor) -> None:
     """Cancel the queued runs and stop the running ones now (SIGTERM: each removes its
     temporary files and exits; its run resumes from its last checkpoint next time)."""
-    pool.shutdown(wait=False, cancel_futures=True)
-    processes: dict[int, Any] = getattr(pool, "_processes", None) or {}
-    for process in list(processes.values()):
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets
+    for process in processes:
         if process.is_alive():
             process.terminate()
-    for process in list(processes.values()):
+    for process in processes:
         process.join(timeout=5)
         if process.is_alive():  # stuck in a long native call: kill it
             process.kill()
+            process.join()
+    pool.shutdown(wait=True, cancel_futures=True)  # the workers are gone: returns at once
 
 
 class LocalExecutor:
