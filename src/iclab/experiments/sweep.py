@@ -9,6 +9,7 @@ checkpoint and ends with the same results as an uninterrupted one.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from tqdm import tqdm
@@ -105,6 +106,11 @@ def _check_writable(out_dir: Path) -> None:
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"cannot write the sweep folder {out_dir}: {existing} is not a "
                           "writable folder")
+    try:  # permissions can lie (root, special file systems): try, and leave nothing behind
+        os.rmdir(tempfile.mkdtemp(prefix=".iclab-probe-", dir=existing))
+    except OSError as error:
+        raise ConfigError(f"cannot write the sweep folder {out_dir}: {existing} is not a "
+                          f"writable folder ({error.strerror or type(error).__name__})") from None
 
 
 def run_sweep(
