@@ -131,7 +131,7 @@ def test_reproduce_has_a_covariates_section() -> None:
                      ("gaussian-gap", "covariates-von-oswald"), ("eta", "covariates-ar1"),
                      ("n-eff", "covariates-ar1")}
     laws = {p.config.task.x_law for p in spec.group("covariates-laws").points}
-    assert laws == {"gaussian", "uniform", "rademacher", "laplace", "student-t:5"}
+    assert laws == {"gaussian", "uniform", "rademacher", "laplace", "student-t:10"}
     (vo, *_) = spec.group("covariates-von-oswald").points
     assert (vo.config.task.d, vo.config.task.n, vo.config.task.sigma) == (10, 10, 0.0)
     assert np.allclose(vo.config.task.cov_x, np.eye(10) / 12)
