@@ -10,7 +10,7 @@ from iclab.experiments.spec import builtin_spec
 
 @click.command("reproduce")
 @click.option("--quick", is_flag=True,
-              help="The smaller set (same claims, 3% tolerance): about 3 minutes on 2 cores.")
+              help="The smaller set (same claims, 3% tolerance): about 6 minutes on 2 cores.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder [default: runs/reproduce, or runs/reproduce-quick].")
 @executor_options

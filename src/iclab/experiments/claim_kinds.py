@@ -19,6 +19,8 @@ a site = the runs that differ only in their seed):
 - ``shift``: the runs under a shifted test law (``iclab.experiments.shift_claims``).
 - ``steps-loss``, ``layer-steps``, ``loss-below``, ``falls-with``: L-layer runs against the
   optimal L-step GD and against each other (``iclab.experiments.depth_claims``).
+- ``gaussian-gap``, ``n-eff``: non-Gaussian covariate laws against the Gaussian formula, and the
+  effective context length of correlated contexts (``iclab.experiments.covariate_claims``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 
 from iclab.errors import ConfigError
 from iclab.experiments.claims import Claim, ClaimContext, ClaimKind, ClaimRegistry, seeds_phrase
+from iclab.experiments.covariate_claims import COVARIATE_KINDS
 from iclab.experiments.depth_claims import DEPTH_KINDS
 from iclab.experiments.results import RunRecord, Site
 from iclab.experiments.shift_claims import ShiftClaim
@@ -208,5 +211,6 @@ def register_builtin_claims(registry: ClaimRegistry) -> None:
     """Register iclab's claim kinds, exactly as a new kind would be registered."""
     for kind in (EtaClaim(), IsotropyClaim(), GammaClaim(), NotMultipleClaim(),
                  TestLossClaim(), AboveBayesClaim(), ShiftClaim(),
-                 *(kind_class() for kind_class in DEPTH_KINDS)):
+                 *(kind_class() for kind_class in DEPTH_KINDS),
+                 *(kind_class() for kind_class in COVARIATE_KINDS)):
         registry.register(kind)

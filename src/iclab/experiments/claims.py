@@ -70,15 +70,18 @@ DEPTH_KEYS = ("layers", "parameterisation", "looped")
 
 
 def describe(site: Site, depth: bool = False, omit: str = "") -> str:
-    """The setting of a site in words: family, d, n, sigma and non-identity covariances; the
-    L-layer options where a run sets them or the group sweeps them, or always (layers,
-    parameterisation, looped when true) with ``depth``; ``omit``: a key to leave out."""
+    """The setting of a site in words: family, d, n, sigma, a covariate law or AR(1) rho where
+    set, non-identity covariances; the L-layer options where a run sets them or the group
+    sweeps them, or always (layers, parameterisation, looped when true) with ``depth``;
+    ``omit``: a key to leave out."""
     config, point = site.config, site.records[0].point
     config = {**config, **{k: v for k, v in site.values.items() if k in DEPTH_KEYS}}
     if depth:
         config = {**config, **{key: axis_value(point, key) for key in DEPTH_KEYS[:2]}}
     parts = [str(config["family"]), f"d={config['d']}", f"n={config['n']}",
              f"sigma={config['sigma']}"]
+    parts += [f"{key}={config[key]}" for key in ("x_law", "context_correlation")
+              if config.get(key) is not None]
     if config.get("width") is not None:
         parts.append(f"width={config['width']}")
     if config.get("model") is not None:
