@@ -81,7 +81,7 @@ def iclab_step(d: int, n: int, batch: int, sigma: float, steps: int,
     model, optimizer = build_model(config, task, device)
     objective = make_objective(task, model, config.resolved_sampler(task), config.optim.batch,
                                config.run.seed, device)
-    return make_train_step(config, optimizer, objective)
+    return make_train_step(config, optimizer, objective, model.gradient_masks())
 
 
 PromptDraw = Callable[[torch.Generator], tuple[torch.Tensor, ...]]
@@ -181,7 +181,7 @@ def deep_iclab_step(
     model, optimizer = build_model(config, task, device)
     objective = make_objective(task, model, config.resolved_sampler(task), config.optim.batch,
                                config.run.seed, device)
-    return make_train_step(config, optimizer, objective)
+    return make_train_step(config, optimizer, objective, model.gradient_masks())
 
 
 def deep_plain_step(d: int, n: int, batch: int, sigma: float, layers: int) -> Step:

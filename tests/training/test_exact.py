@@ -87,11 +87,11 @@ def test_exact_resume_is_bit_identical(tmp_path: Path, monkeypatch: pytest.Monke
 
     original = loop.take_step
 
-    def interrupted(optimizer: object, objective: object, step: int,
-                    clip_grad: float | None = None) -> torch.Tensor:
+    def interrupted(optimizer: object, objective: object, step: int, *args: object
+                    ) -> torch.Tensor:
         if step == 50:
             raise KeyboardInterrupt
-        return original(optimizer, objective, step, clip_grad)  # type: ignore[arg-type]
+        return original(optimizer, objective, step, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(loop, "take_step", interrupted)
     with pytest.raises(KeyboardInterrupt):

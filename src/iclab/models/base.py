@@ -94,6 +94,11 @@ class Model(nn.Module):
     def prepare_for_task(self, task: Any) -> None:
         """Called by the trainer before the first step with the family trained on."""
 
+    def gradient_masks(self) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
+        """(parameter, 0/1 mask of its shape): the trainer multiplies each gradient by its
+        mask before every update, so masked weights never move. None by default."""
+        return []
+
     def capabilities(self) -> dict[str, bool]:
         return capabilities_of(type(self))
 

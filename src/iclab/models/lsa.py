@@ -242,7 +242,7 @@ class LinearSelfAttention(Model):
 
     def constrain_nuisance_free(self) -> None:
         """Zero the keys' label column and the values' input columns (u_x = m_y = 0) and mask
-        their gradients, so that no optimiser step moves them."""
+        their gradients (``gradient_masks``), so that no optimiser step moves them."""
         d = self.d
         with torch.no_grad():
             self.W_K[:, d] = 0.0
@@ -251,8 +251,10 @@ class LinearSelfAttention(Model):
         key_mask[:, d] = 0.0
         value_mask = torch.ones_like(self.W_V)
         value_mask[:, :d] = 0.0
-        self.W_K.register_hook(lambda grad: grad * key_mask)  # type: ignore[no-untyped-call]
-        self.W_V.register_hook(lambda grad: grad * value_mask)  # type: ignore[no-untyped-call]
+        self._gradient_masks = [(self.W_K, key_mask), (self.W_V, value_mask)]
+
+    def gradient_masks(self) -> list[tuple[nn.Parameter, torch.Tensor]]:
+        return list(getattr(self, "_gradient_masks", []))
 
     def forward_statistics(self, stats: GaussianStatistics) -> torch.Tensor:
         """The prediction on linear Gaussian prompts drawn as sufficient statistics: (B,).

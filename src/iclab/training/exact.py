@@ -25,7 +25,7 @@ torch._dynamo, a second of start-up): it has the ``param_groups``, ``state_dict`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
@@ -36,6 +36,9 @@ from iclab.errors import ConfigError
 from iclab.tasks.base import TaskFamily
 from iclab.training.adam import Adam
 from iclab.training.objective import Objective
+
+Masks = Sequence[tuple[torch.nn.Parameter, torch.Tensor]]
+"""(parameter, 0/1 mask) pairs whose masked entries no update may move."""
 
 HISTORY = 100
 BACKTRACKS = 30
@@ -49,8 +52,10 @@ class ExactLBFGS:
     """L-BFGS on a deterministic objective, one iteration per ``iterate`` call."""
 
     def __init__(self, params: Iterable[torch.nn.Parameter], scale: float,
-                 restart_every: int) -> None:
+                 restart_every: int, masks: Masks = ()) -> None:
         self.params = list(params)
+        by_id = {id(param): mask for param, mask in masks}
+        self.masks = [by_id.get(id(param)) for param in self.params]
         self.param_groups: list[dict[str, Any]] = [
             {"lr": 1.0, "params": list(range(len(self.params)))}
         ]
@@ -82,6 +87,8 @@ class ExactLBFGS:
         with torch.enable_grad():
             loss = objective(step) / self.scale
             grads = torch.autograd.grad(loss, self.params)
+        grads = tuple(g if mask is None else g * mask
+                      for g, mask in zip(grads, self.masks, strict=True))
         return float(loss.detach()), torch.cat([g.reshape(-1) for g in grads])
 
     def _direction(self, g: torch.Tensor) -> torch.Tensor:
@@ -171,11 +178,12 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig, task: TaskFamily
         raise ConfigError(f"exact training needs a linear Gaussian family, got {task.name!r}")
     sigma_x, sigma_w = getattr(task, "sigma_x"), getattr(task, "sigma_w")  # noqa: B009
     zero_loss = float((sigma_x * sigma_w).sum()) + task.sigma**2
-    return ExactLBFGS(model.parameters(), zero_loss, config.run.checkpoint_every)
+    return ExactLBFGS(model.parameters(), zero_loss, config.run.checkpoint_every,
+                      getattr(model, "gradient_masks", list)())
 
 
 def take_step(optimizer: Optimiser, objective: Objective, step: int,
-              clip_grad: float | None = None) -> torch.Tensor:
+              clip_grad: float | None = None, masks: Masks = ()) -> torch.Tensor:
     """One optimisation step at ``step``; returns the loss it started from (detached).
 
     ``clip_grad``: rescale the gradient to at most this Euclidean norm before Adam's update
@@ -185,6 +193,9 @@ def take_step(optimizer: Optimiser, objective: Objective, step: int,
     loss: torch.Tensor = objective(step)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()  # type: ignore[no-untyped-call]
+    for param, mask in masks:  # in place: cheaper than a hook in the autograd graph
+        if param.grad is not None:
+            param.grad.mul_(mask)
     if clip_grad is not None:
         torch.nn.utils.clip_grad_norm_(optimizer.params, clip_grad)
     optimizer.step()

@@ -33,7 +33,7 @@ from iclab.training.checkpoint import (
     save_checkpoint,
     tensor_digest,
 )
-from iclab.training.exact import Optimiser, make_optimizer, take_step
+from iclab.training.exact import Masks, Optimiser, make_optimizer, take_step
 from iclab.training.objective import Objective, make_objective
 
 METRICS, CHECKPOINT, MODEL = "metrics.jsonl", "checkpoint.safetensors", "model.safetensors"
@@ -96,18 +96,19 @@ def build_model(
 
 
 def make_train_step(
-    config: TrainConfig, optimizer: Optimiser, objective: Objective
+    config: TrainConfig, optimizer: Optimiser, objective: Objective, masks: Masks = ()
 ) -> Callable[[int], torch.Tensor]:
     """One optimisation step: step -> the (detached) loss of that step's batch.
 
-    Sets the scheduled learning rate, draws the step's batch, backpropagates and updates.
+    Sets the scheduled learning rate, draws the step's batch, backpropagates, masks the
+    gradients (``Model.gradient_masks``) and updates.
     ``fit`` and ``benchmarks/train_speed.py`` both run exactly this.
     """
 
     def train_step(step: int) -> torch.Tensor:
         for group in optimizer.param_groups:
             group["lr"] = config.learning_rate(step)
-        return take_step(optimizer, objective, step, config.optim.clip_grad)
+        return take_step(optimizer, objective, step, config.optim.clip_grad, masks)
 
     return train_step
 
@@ -156,7 +157,7 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
     _restore_metrics(out_dir / METRICS, completed)
     sampler = config.resolved_sampler(task)
     objective = make_objective(task, model, sampler, config.optim.batch, config.run.seed, device)
-    train_step = make_train_step(config, optimizer, objective)
+    train_step = make_train_step(config, optimizer, objective, model.gradient_masks())
     steps, log_every = config.optim.steps, config.run.log_every
     bar = tqdm(total=steps, initial=completed, disable=not progress, unit="step",
                desc="train", dynamic_ncols=True, mininterval=0.5)
