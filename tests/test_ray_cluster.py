@@ -193,6 +193,8 @@ def test_ray_client_address(two_nodes: TwoNodes, tmp_path: Path) -> None:
         pytest.skip("Ray Client needs ray[client] (grpcio)")
     driver = tmp_path / "driver"
     write_spec(driver, steps=50, seeds=[0])
-    done = iclab_sweep(driver, "--address", f"ray://127.0.0.1:{two_nodes.client_port}")
+    # the Ray Client server starts slowly on a busy machine: a generous connect timeout
+    done = iclab_sweep(driver, "--address", f"ray://127.0.0.1:{two_nodes.client_port}",
+                       "--connect-timeout", "180")
     assert done.returncode == 0, done.stderr
     assert_same_as_local(driver, tmp_path / "local")
