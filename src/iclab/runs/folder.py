@@ -62,7 +62,8 @@ def _read_json_object(path: Path, what: str) -> dict[str, Any]:
         data = read_json(path)
     except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
         raise ConfigError(f"{path}: cannot read the run's {what} ({type(error).__name__}); "
-                          f"remove the folder or use another --out") from None
+                          f"iclab train --restart replaces the run, or use another --out") \
+            from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the run's {what} is not a JSON object")
     return data

@@ -7,6 +7,7 @@ atomically and last, so a folder with result.json is a finished run.
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from iclab.errors import ConfigError
 from iclab.io import atomic_write_text
 from iclab.runs.folder import RESULT, check_out_dir, dump_result, prepare_run_dir, read_result
 from iclab.tasks.registry import FamilyRegistry
-from iclab.training.loop import fit, resolve_device
+from iclab.training.loop import TrainingDivergedError, fit, resolve_device
 
 
 def run_training(
@@ -51,5 +52,22 @@ def run_training(
     result.update(judge(result))
     result["wall_seconds"] = time.perf_counter() - started
     result["sampler"] = trained.sampler
+    bad = sorted(_non_finite(result))
+    if bad:  # JSON holds no NaN: the model did not train (weights that underflowed to 0, say)
+        raise TrainingDivergedError(
+            f"the trained model's {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not "
+            f"finite, so no result is written; check --init-scale and --lr (rerun with "
+            f"--restart)")
     atomic_write_text(path / RESULT, dump_result(result))
     return result
+
+
+def _non_finite(value: Any, key: str = "") -> set[str]:
+    """The top-level keys of ``value`` under which a non-finite float sits."""
+    if isinstance(value, float):
+        return set() if math.isfinite(value) else {key}
+    if isinstance(value, dict):
+        return set().union(*(_non_finite(v, key or str(k)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return set().union(*(_non_finite(v, key) for v in value))
+    return set()
