@@ -214,6 +214,7 @@ def test_sweep_refuses_every_bad_spec(
 OUTS: list[tuple[str, dict[str, bytes]]] = [
     ("", {}), (" ", {}), ("afile", {"afile": b"x"}), ("afile/below", {"afile": b"x"}),
     ("/proc/iclab-test/x", {}), ("sw", {"sw/runs": b"x"}), ("sw", {"sw/runs/.locks": b"x"}),
+    ("x" * 300, {}),
 ]
 
 

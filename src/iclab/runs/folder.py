@@ -44,7 +44,14 @@ def check_out_dir(out: str | Path) -> Path:
     the problem (empty, below a plain file, a file itself, not writable) otherwise."""
     if str(out).strip() == "":
         raise ConfigError("--out must name a folder, got an empty string")
-    path = Path(out)
+    try:
+        return _check_out_path(Path(out))
+    except OSError as error:  # a name too long, a loop of links
+        raise ConfigError(f"--out {out}: {error.strerror or type(error).__name__}") from None
+
+
+def _check_out_path(path: Path) -> Path:
+    out = str(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a folder")
     ancestor = path
