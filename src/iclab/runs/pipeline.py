@@ -7,7 +7,7 @@ atomically and last, so a folder with result.json is a finished run.
 
 from __future__ import annotations
 
-import math
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -52,22 +52,22 @@ def run_training(
     result.update(judge(result))
     result["wall_seconds"] = time.perf_counter() - started
     result["sampler"] = trained.sampler
-    bad = sorted(_non_finite(result))
-    if bad:  # JSON holds no NaN: the model did not train (weights that underflowed to 0, say)
+    try:
+        text = dump_result(result)
+    except ValueError:  # JSON holds no NaN: the model did not train (weights underflowed to 0)
+        bad = [key for key, value in result.items() if not _finite(value)]
         raise TrainingDivergedError(
             f"the trained model's {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not "
             f"finite, so no result is written; check --init-scale and --lr (rerun with "
-            f"--restart)")
-    atomic_write_text(path / RESULT, dump_result(result))
+            f"--restart)") from None
+    atomic_write_text(path / RESULT, text)
     return result
 
 
-def _non_finite(value: Any, key: str = "") -> set[str]:
-    """The top-level keys of ``value`` under which a non-finite float sits."""
-    if isinstance(value, float):
-        return set() if math.isfinite(value) else {key}
-    if isinstance(value, dict):
-        return set().union(*(_non_finite(v, key or str(k)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return set().union(*(_non_finite(v, key) for v in value))
-    return set()
+def _finite(value: Any) -> bool:
+    """Whether ``value`` holds only finite numbers (JSON can write it)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        return False
+    return True
