@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,6 +152,15 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)  # the workers are gone: returns at once
 
 
+def _outcome(future: Future[RunOutcome], task: RunTask) -> RunOutcome:
+    """The future's outcome; a failure, not an exception, if its worker process died."""
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        return RunOutcome(task.run_id, "its worker process died (killed, or out of memory?)",
+                          0.0)
+
+
 class LocalExecutor:
     """Runs tasks in ``workers`` spawned processes on this machine.
 
@@ -169,11 +179,13 @@ class LocalExecutor:
                                    initializer=_init_worker, initargs=(os.getpid(),))
         try:
             with _sigint_ignored():
-                pending: set[Future[RunOutcome]] = {pool.submit(execute_run, t) for t in tasks}
+                runs: dict[Future[RunOutcome], RunTask] = {
+                    pool.submit(execute_run, task): task for task in tasks}
+            pending = set(runs)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    on_done(future.result())
+                    on_done(_outcome(future, runs[future]))
         except BaseException:
             _terminate(pool)
             raise
