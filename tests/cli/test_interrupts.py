@@ -18,10 +18,17 @@ TRAIN = ["train", "--d", "3", "--n", "6", "--sigma", "0.5", "--steps", "4000", "
          "--quiet"]
 
 
+def _as_in_a_terminal() -> None:
+    """A background job inherits Ctrl-C ignored (and Python then keeps it so); a command
+    typed in a terminal does not."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(argv: list[str], cwd: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     return subprocess.Popen([sys.executable, "-m", "iclab.cli.main", *argv], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_as_in_a_terminal)
 
 
 def wait_for(path: Path, process: subprocess.Popen[str], limit: float = 120) -> None:
