@@ -101,7 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM during the imports
         return _interrupted(args, isinstance(error, Terminated))
     finally:
-        if previous is not None:
+        if argv is None:  # the program is ending: a late signal must not become a traceback
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        elif previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
 

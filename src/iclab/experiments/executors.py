@@ -120,21 +120,29 @@ def _init_worker(parent: int) -> None:
     # tqdm's default lock is a multiprocessing semaphore, which a stopped worker would leak
     tqdm.set_lock(threading.RLock())
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if hasattr(signal, "pthread_sigmask"):  # blocked by the parent while it started us
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        except SystemExit as stop:  # stopped before any work: nothing to clean up
+            os._exit(stop.code if isinstance(stop.code, int) else 1)
+
+
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
 @contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ignore Ctrl-C while workers start, so that they inherit the ignoring from birth (a
-    worker interrupted while importing would print a traceback)."""
-    try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread
+def _stop_signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM back while the workers start: a worker inherits them blocked,
+    so none is interrupted while importing (a traceback), and its initializer ignores Ctrl-C
+    (the parent's to handle) before letting them through; here they arrive afterwards."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
         yield
         return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
@@ -178,7 +186,7 @@ class LocalExecutor:
         pool = ProcessPoolExecutor(min(self.workers, len(tasks)), mp_context=context,
                                    initializer=_init_worker, initargs=(os.getpid(),))
         try:
-            with _sigint_ignored():
+            with _stop_signals_deferred():
                 runs: dict[Future[RunOutcome], RunTask] = {
                     pool.submit(execute_run, task): task for task in tasks}
             pending = set(runs)
