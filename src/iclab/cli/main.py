@@ -3,9 +3,9 @@
 Every bad input (unknown option, bad value, bad file) ends with one line on stderr naming the
 value and what is allowed, and exit code 2; no traceback is shown. Ctrl-C (SIGINT) and SIGTERM,
 at any moment from the first import on, end with one line and exit code 130 (143 for
-SIGTERM): the heavy imports happen inside ``main``, and SIGTERM is turned into the same
-interrupt, so files being written atomically are cleaned up and an interrupted run resumes
-when the same command is run again.
+SIGTERM): the heavy imports happen inside ``main``, with both signals held back until they are
+done (``iclab.signals``), and SIGTERM is turned into the same interrupt, so files being written
+atomically are cleaned up and an interrupted run resumes when the same command is run again.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any
+
+from iclab.signals import stop_signals_deferred
 
 RESUMABLE = ("train", "sweep", "reproduce")
 """Commands that resume where an interrupted invocation stopped."""
@@ -108,7 +110,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _import_libraries() -> None:
+    """Import iclab's commands and the libraries under them (torch, numpy, click) with Ctrl-C
+    and SIGTERM held back (``iclab.signals``): one arriving meanwhile is handled right after."""
+    with stop_signals_deferred():
+        import iclab.cli.catalogue
+        import iclab.cli.certify
+        import iclab.cli.reproduce
+        import iclab.cli.sweep
+        import iclab.cli.theory
+        import iclab.cli.train  # noqa: F401
+
+
 def _run(args: list[str]) -> int:
+    _import_libraries()
     import click
 
     from iclab.errors import ConfigError

@@ -15,16 +15,16 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
 from iclab.errors import ConfigError
+from iclab.signals import release_stop_signals, stop_signals_deferred
 
 PARENT_POLL_SECONDS = 0.5
 _STOPPING = False
@@ -120,29 +120,10 @@ def _init_worker(parent: int) -> None:
     # tqdm's default lock is a multiprocessing semaphore, which a stopped worker would leak
     tqdm.set_lock(threading.RLock())
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    if hasattr(signal, "pthread_sigmask"):  # blocked by the parent while it started us
-        try:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-        except SystemExit as stop:  # stopped before any work: nothing to clean up
-            os._exit(stop.code if isinstance(stop.code, int) else 1)
-
-
-STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
-
-
-@contextmanager
-def _stop_signals_deferred() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM back while the workers start: a worker inherits them blocked,
-    so none is interrupted while importing (a traceback), and its initializer ignores Ctrl-C
-    (the parent's to handle) before letting them through; here they arrive afterwards."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    try:  # blocked by the parent while it started us
+        release_stop_signals()
+    except SystemExit as stop:  # stopped before any work: nothing to clean up
+        os._exit(stop.code if isinstance(stop.code, int) else 1)
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
@@ -186,7 +167,7 @@ class LocalExecutor:
         pool = ProcessPoolExecutor(min(self.workers, len(tasks)), mp_context=context,
                                    initializer=_init_worker, initargs=(os.getpid(),))
         try:
-            with _stop_signals_deferred():
+            with stop_signals_deferred():  # workers start with them held back
                 runs: dict[Future[RunOutcome], RunTask] = {
                     pool.submit(execute_run, task): task for task in tasks}
             pending = set(runs)
