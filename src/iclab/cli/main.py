@@ -19,6 +19,8 @@ from typing import Any
 from iclab.signals import stop_signals_deferred
 
 RESUMABLE = ("train", "sweep", "reproduce")
+OUT_OF_MEMORY = ("out of memory: this machine cannot hold what was asked for; lower the sizes "
+                 "(d, n, batch, --eval-prompts, widths)")
 """Commands that resume where an interrupted invocation stopped."""
 
 
@@ -151,6 +153,12 @@ def _run(args: list[str]) -> int:
         return _interrupted(args, isinstance(error, Terminated))
     except click.exceptions.Exit as error:
         return int(error.exit_code)
+    except MemoryError:
+        return _fail(OUT_OF_MEMORY, 2)
+    except RuntimeError as error:  # torch's allocator raises RuntimeError
+        if "can't allocate memory" not in str(error) and "out of memory" not in str(error):
+            raise
+        return _fail(OUT_OF_MEMORY, 2)
     except click.ClickException as error:
         return _fail(error.format_message(), error.exit_code)
     return 0

@@ -21,7 +21,7 @@ from safetensors.torch import load_file
 
 from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
-from iclab.io import atomic_write_json, read_json
+from iclab.io import atomic_write, atomic_write_json, read_json
 from iclab.models.base import Model
 from iclab.models.registry import ModelRegistry
 from iclab.seeding import make_generator
@@ -184,6 +184,13 @@ def load_trained_model(run_dir: Path, config: TrainConfig,
     return model
 
 
-def dump_result(result: dict[str, Any]) -> str:
-    """result.json's text (finite numbers only: NaN/inf would not be valid JSON)."""
-    return json.dumps(result, indent=2, allow_nan=False) + "\n"
+def write_result(path: Path, result: dict[str, Any]) -> None:
+    """Write result.json atomically, streamed (its matrices are d x d: at large d the text
+    would not fit in memory at once); ValueError, and no file, if a number is not finite."""
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w") as handle:
+            json.dump(result, handle, indent=2, allow_nan=False)
+            handle.write("\n")
+
+    atomic_write(path, write)

@@ -16,8 +16,7 @@ from iclab.analysis.evaluate import evaluate
 from iclab.analysis.verdict import judge
 from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
-from iclab.io import atomic_write_text
-from iclab.runs.folder import RESULT, check_out_dir, dump_result, prepare_run_dir, read_result
+from iclab.runs.folder import RESULT, check_out_dir, prepare_run_dir, read_result, write_result
 from iclab.tasks.registry import FamilyRegistry
 from iclab.training.loop import TrainingDivergedError, fit, resolve_device
 
@@ -53,14 +52,13 @@ def run_training(
     result["wall_seconds"] = time.perf_counter() - started
     result["sampler"] = trained.sampler
     try:
-        text = dump_result(result)
+        write_result(path / RESULT, result)
     except ValueError:  # JSON holds no NaN: the model did not train (weights underflowed to 0)
         bad = [key for key, value in result.items() if not _finite(value)]
         raise TrainingDivergedError(
             f"the trained model's {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not "
             f"finite, so no result is written; check --init-scale and --lr (rerun with "
             f"--restart)") from None
-    atomic_write_text(path / RESULT, text)
     return result
 
 
