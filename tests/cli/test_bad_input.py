@@ -214,6 +214,7 @@ def test_sweep_refuses_every_bad_spec(
 OUTS: list[tuple[str, dict[str, bytes]]] = [
     ("", {}), (" ", {}), ("afile", {"afile": b"x"}), ("afile/below", {"afile": b"x"}),
     ("/proc/iclab-test/x", {}), ("sw", {"sw/runs": b"x"}), ("sw", {"sw/runs/.locks": b"x"}),
+    ("x" * 300, {}),
 ]
 
 
@@ -285,3 +286,26 @@ def test_a_broken_user_family_is_refused_before_anything_is_written(
     assert_refused(["sweep", "spec.toml", "--out", "sw"], capsys,
                    {**files, "spec.toml": SPEC.replace(
                        "sigma = 0.5", 'sigma = 0.5\nfamily = "plug.py:draw"').encode()})
+
+
+@pytest.mark.parametrize("error", [MemoryError(), RuntimeError(
+    "[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory: you "
+    "tried to allocate 8000000000000 bytes")])
+def test_running_out_of_memory_is_one_line(
+    error: BaseException, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import iclab.cli.theory
+
+    def exhausted(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(iclab.cli.theory, "family_optimum", exhausted)
+    err = assert_refused(["theory", "--d", "2", "--n", "5", "--sigma", "0.5"], capsys)
+    assert "out of memory" in err
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("another failure")
+
+    monkeypatch.setattr(iclab.cli.theory, "family_optimum", fails)
+    with pytest.raises(RuntimeError, match="another failure"):   # not hidden as memory
+        main(["theory", "--d", "2", "--n", "5", "--sigma", "0.5"])

@@ -18,10 +18,17 @@ TRAIN = ["train", "--d", "3", "--n", "6", "--sigma", "0.5", "--steps", "4000", "
          "--quiet"]
 
 
+def _as_in_a_terminal() -> None:
+    """A background job inherits Ctrl-C ignored (and Python then keeps it so); a command
+    typed in a terminal does not."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(argv: list[str], cwd: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     return subprocess.Popen([sys.executable, "-m", "iclab.cli.main", *argv], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_as_in_a_terminal)
 
 
 def wait_for(path: Path, process: subprocess.Popen[str], limit: float = 120) -> None:
@@ -107,3 +114,37 @@ def test_an_interrupted_sweep_stops_its_workers(tmp_path: Path, sig: signal.Sign
     assert snapshot(tmp_path / "sw") == before
     assert leftovers(tmp_path) == []
     assert len(list((tmp_path / "sw" / "runs").glob("*/result.json"))) < 6
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.slow
+def test_a_worker_killed_from_outside_is_a_failed_run_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "spec.toml").write_text(SPEC.replace("steps = 20000", "steps = 1500"))
+    argv = ["sweep", "spec.toml", "--out", "sw", "--quiet", "--workers", "2"]
+    process = start(argv, tmp_path)
+    deadline = time.monotonic() + 300
+    while not list((tmp_path / "sw" / "runs").glob("*/checkpoint.safetensors")):
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    workers = [pid for pid in children(process.pid)
+               if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+               and b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert workers
+    os.kill(workers[0], signal.SIGKILL)              # the OOM killer, say
+    returncode, lines = finish(process)
+    assert returncode == 1 and lines[-1].startswith("iclab: error: ")
+    assert "worker process died" in lines[-1] and "run the same command again" in lines[-1]
+    assert not any("Traceback" in line for line in lines)
+    assert finish(start(argv, tmp_path))[0] == 0      # and the sweep finishes when run again

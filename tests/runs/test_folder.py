@@ -156,3 +156,16 @@ def test_empty_out_is_refused_not_the_current_folder(
     assert list(tmp_path.iterdir()) == []
     assert main(["train", *FAST, "--out", "."]) == 0   # naming the folder is allowed
     assert (tmp_path / "result.json").is_file()
+
+
+def test_a_result_that_is_not_finite_is_not_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Weights of size 1e-300 underflow to 0 in float32: Gamma = 0 has no isotropy error."""
+    run = tmp_path / "run"
+    assert train(run, "--init-scale", "1e-300") == 1
+    line = one_error_line(capsys)
+    assert "isotropy_err is not finite" in line and "--init-scale" in line
+    assert not (run / "result.json").exists()
+    assert train(run, "--init-scale", "1e-3", "--restart") == 0
+    assert json.loads((run / "result.json").read_text())["isotropy_err"] >= 0

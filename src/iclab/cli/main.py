@@ -3,9 +3,9 @@
 Every bad input (unknown option, bad value, bad file) ends with one line on stderr naming the
 value and what is allowed, and exit code 2; no traceback is shown. Ctrl-C (SIGINT) and SIGTERM,
 at any moment from the first import on, end with one line and exit code 130 (143 for
-SIGTERM): the heavy imports happen inside ``main``, and SIGTERM is turned into the same
-interrupt, so files being written atomically are cleaned up and an interrupted run resumes
-when the same command is run again.
+SIGTERM): the heavy imports happen inside ``main``, with both signals held back until they are
+done (``iclab.signals``), and SIGTERM is turned into the same interrupt, so files being written
+atomically are cleaned up and an interrupted run resumes when the same command is run again.
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
+from iclab.signals import stop_signals_deferred
+
 RESUMABLE = ("train", "sweep", "reproduce")
+OUT_OF_MEMORY = ("out of memory: this machine cannot hold what was asked for; lower the sizes "
+                 "(d, n, batch, --eval-prompts, widths)")
 """Commands that resume where an interrupted invocation stopped."""
 
 
@@ -103,11 +107,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM during the imports
         return _interrupted(args, isinstance(error, Terminated))
     finally:
-        if previous is not None:
+        if argv is None:  # the program is ending: a late signal must not become a traceback
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        elif previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _import_libraries() -> None:
+    """Import iclab's commands and the libraries under them (torch, numpy, click) with Ctrl-C
+    and SIGTERM held back (``iclab.signals``): one arriving meanwhile is handled right after."""
+    with stop_signals_deferred():
+        import iclab.cli.catalogue
+        import iclab.cli.certify
+        import iclab.cli.reproduce
+        import iclab.cli.sweep
+        import iclab.cli.theory
+        import iclab.cli.train  # noqa: F401
+
+
 def _run(args: list[str]) -> int:
+    _import_libraries()
     import click
 
     from iclab.errors import ConfigError
@@ -135,6 +155,12 @@ def _run(args: list[str]) -> int:
         return _interrupted(args, isinstance(error, Terminated))
     except click.exceptions.Exit as error:
         return int(error.exit_code)
+    except MemoryError:
+        return _fail(OUT_OF_MEMORY, 2)
+    except RuntimeError as error:  # torch's allocator raises RuntimeError
+        if "can't allocate memory" not in str(error) and "out of memory" not in str(error):
+            raise
+        return _fail(OUT_OF_MEMORY, 2)
     except click.ClickException as error:
         return _fail(error.format_message(), error.exit_code)
     return 0

@@ -11,6 +11,7 @@ import click
 from iclab.experiments.claims import Claim, ClaimsNotHeldError
 from iclab.experiments.spec import Spec, load_spec
 from iclab.experiments.sweep import EXECUTORS, check_sweep_dir, make_executor, run_sweep
+from iclab.signals import stop_signals_deferred
 
 
 def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -75,7 +76,8 @@ def sweep_and_report(load: Callable[[], Spec], out: str, executor: str, address:
                f"results in {out_dir / 'results.csv'}")
     if not spec.claims:
         return
-    from iclab.experiments.report import write_report  # matplotlib: only when reporting
+    with stop_signals_deferred():  # matplotlib: imported only when reporting
+        from iclab.experiments.report import write_report
 
     claims = write_report(spec, records, out_dir)
     click.echo(format_claims(claims))

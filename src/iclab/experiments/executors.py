@@ -15,15 +15,16 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from contextlib import contextmanager
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
 from iclab.errors import ConfigError
+from iclab.signals import release_stop_signals, stop_signals_deferred
 
 PARENT_POLL_SECONDS = 0.5
 _STOPPING = False
@@ -129,21 +130,10 @@ def _init_worker(parent: int) -> None:
     # tqdm's default lock is a multiprocessing semaphore, which a stopped worker would leak
     tqdm.set_lock(threading.RLock())
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-
-
-@contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ignore Ctrl-C while workers start, so that they inherit the ignoring from birth (a
-    worker interrupted while importing would print a traceback)."""
-    try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    try:  # blocked by the parent while it started us
+        release_stop_signals()
+    except SystemExit as stop:  # stopped before any work: nothing to clean up
+        os._exit(stop.code if isinstance(stop.code, int) else 1)
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
@@ -159,6 +149,15 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
             process.kill()
             process.join()
     pool.shutdown(wait=True, cancel_futures=True)  # the workers are gone: returns at once
+
+
+def _outcome(future: Future[RunOutcome], task: RunTask) -> RunOutcome:
+    """The future's outcome; a failure, not an exception, if its worker process died."""
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        return RunOutcome(task.run_id, "its worker process died (killed, or out of memory?)",
+                          0.0)
 
 
 class LocalExecutor:
@@ -178,12 +177,14 @@ class LocalExecutor:
         pool = ProcessPoolExecutor(min(self.workers, len(tasks)), mp_context=context,
                                    initializer=_init_worker, initargs=(os.getpid(),))
         try:
-            with _sigint_ignored():
-                pending: set[Future[RunOutcome]] = {pool.submit(execute_run, t) for t in tasks}
+            with stop_signals_deferred():  # workers start with them held back
+                runs: dict[Future[RunOutcome], RunTask] = {
+                    pool.submit(execute_run, task): task for task in tasks}
+            pending = set(runs)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    on_done(future.result())
+                    on_done(_outcome(future, runs[future]))
         except BaseException:
             _terminate(pool)
             raise

@@ -58,14 +58,18 @@ def check_sweep_dir(out_dir: str | Path) -> Path:
     if str(out_dir).strip() == "":
         raise ConfigError("--out must name a folder, got an empty string")
     out_dir = Path(out_dir)
-    for path in (out_dir, out_dir / "runs", out_dir / "runs" / ".locks"):
-        if path.exists() and not path.is_dir():
-            raise ConfigError(f"{path} exists and is not a folder")
-    ancestor = out_dir
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise ConfigError(f"--out {out_dir}: {ancestor} is a file, not a folder")
+    try:
+        for path in (out_dir, out_dir / "runs", out_dir / "runs" / ".locks"):
+            if path.exists() and not path.is_dir():
+                raise ConfigError(f"{path} exists and is not a folder")
+        ancestor = out_dir
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            raise ConfigError(f"--out {out_dir}: {ancestor} is a file, not a folder")
+    except OSError as error:  # a name too long, a loop of links
+        raise ConfigError(f"--out {out_dir}: {error.strerror or type(error).__name__}") \
+            from None
     return out_dir
 
 

@@ -24,7 +24,7 @@ def certify_run(
     if config.task.d > MAX_D:
         raise ConfigError(f"the span optimum is limited to d <= {MAX_D}; the run has "
                           f"d = {config.task.d}")
-    check_prompt_counts(config.task.d, fit_prompts, test_prompts, query_cubic)
+    check_prompt_counts(config.task.d, fit_prompts, test_prompts, query_cubic, config.task.n)
     task = config.make_task()
     model = load_trained_model(run_dir, config)
     report = certify_model(model, task, result, fit_prompts, test_prompts, seed, query_cubic)

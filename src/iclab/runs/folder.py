@@ -21,7 +21,7 @@ from safetensors.torch import load_file
 
 from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
-from iclab.io import atomic_write_json, read_json
+from iclab.io import atomic_write, atomic_write_json, read_json
 from iclab.models.base import Model
 from iclab.models.registry import ModelRegistry
 from iclab.seeding import make_generator
@@ -44,7 +44,14 @@ def check_out_dir(out: str | Path) -> Path:
     the problem (empty, below a plain file, a file itself, not writable) otherwise."""
     if str(out).strip() == "":
         raise ConfigError("--out must name a folder, got an empty string")
-    path = Path(out)
+    try:
+        return _check_out_path(Path(out))
+    except OSError as error:  # a name too long, a loop of links
+        raise ConfigError(f"--out {out}: {error.strerror or type(error).__name__}") from None
+
+
+def _check_out_path(path: Path) -> Path:
+    out = str(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a folder")
     ancestor = path
@@ -62,7 +69,8 @@ def _read_json_object(path: Path, what: str) -> dict[str, Any]:
         data = read_json(path)
     except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
         raise ConfigError(f"{path}: cannot read the run's {what} ({type(error).__name__}); "
-                          f"remove the folder or use another --out") from None
+                          f"iclab train --restart replaces the run, or use another --out") \
+            from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the run's {what} is not a JSON object")
     return data
@@ -176,6 +184,13 @@ def load_trained_model(run_dir: Path, config: TrainConfig,
     return model
 
 
-def dump_result(result: dict[str, Any]) -> str:
-    """result.json's text (finite numbers only: NaN/inf would not be valid JSON)."""
-    return json.dumps(result, indent=2, allow_nan=False) + "\n"
+def write_result(path: Path, result: dict[str, Any]) -> None:
+    """Write result.json atomically, streamed (its matrices are d x d: at large d the text
+    would not fit in memory at once); ValueError, and no file, if a number is not finite."""
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w") as handle:
+            json.dump(result, handle, indent=2, allow_nan=False)
+            handle.write("\n")
+
+    atomic_write(path, write)

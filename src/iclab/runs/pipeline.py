@@ -7,6 +7,7 @@ atomically and last, so a folder with result.json is a finished run.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,9 @@ from iclab.analysis.evaluate import evaluate
 from iclab.analysis.verdict import judge, judge_depth
 from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
-from iclab.io import atomic_write_text
-from iclab.runs.folder import RESULT, check_out_dir, dump_result, prepare_run_dir, read_result
+from iclab.runs.folder import RESULT, check_out_dir, prepare_run_dir, read_result, write_result
 from iclab.tasks.registry import FamilyRegistry
-from iclab.training.loop import fit, resolve_device
+from iclab.training.loop import TrainingDivergedError, fit, resolve_device
 
 
 def run_training(
@@ -53,5 +53,21 @@ def run_training(
         result.update(judge_depth(result, sparse="layer_steps" in result))
     result["wall_seconds"] = time.perf_counter() - started
     result["sampler"] = trained.sampler
-    atomic_write_text(path / RESULT, dump_result(result))
+    try:
+        write_result(path / RESULT, result)
+    except ValueError:  # JSON holds no NaN: the model did not train (weights underflowed to 0)
+        bad = [key for key, value in result.items() if not _finite(value)]
+        raise TrainingDivergedError(
+            f"the trained model's {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not "
+            f"finite, so no result is written; check --init-scale and --lr (rerun with "
+            f"--restart)") from None
     return result
+
+
+def _finite(value: Any) -> bool:
+    """Whether ``value`` holds only finite numbers (JSON can write it)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        return False
+    return True

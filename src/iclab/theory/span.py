@@ -63,11 +63,14 @@ FIT_PROMPTS_PER_FEATURE = 100
 """The fewest fit prompts per feature: with fewer, the estimation error (about p / fit_prompts
 of the loss) makes the bound meaningless."""
 MAX_PROMPTS = 100_000_000
+MAX_DRAWN = 2e10
+"""The most random numbers a span fit may draw (fit and test prompts, n + 1 tokens each)."""
 
 
 def check_prompt_counts(d: int, fit_prompts: int | None, test_prompts: int,
-                        query_cubic: bool = False) -> int:
-    """The fit prompts to use; ConfigError naming a count that is too low or too high."""
+                        query_cubic: bool = False, n: int | None = None) -> int:
+    """The fit prompts to use; ConfigError naming a count that is too low or too high, or
+    (given n) prompts whose numbers to draw exceed ``MAX_DRAWN``."""
     p = feature_count(d, query_cubic)
     fit = default_fit_prompts(d, query_cubic) if fit_prompts is None else fit_prompts
     low = FIT_PROMPTS_PER_FEATURE * p
@@ -76,6 +79,11 @@ def check_prompt_counts(d: int, fit_prompts: int | None, test_prompts: int,
                 minimum <= value <= MAX_PROMPTS):
             raise ConfigError(f"{name} must be an integer from {minimum} to {MAX_PROMPTS} "
                               f"(d = {d}: {p} features), got {value!r}")
+    drawn = (fit + test_prompts) * ((n or 0) + 1) * (d + 1)
+    if n is not None and drawn > MAX_DRAWN:
+        raise ConfigError(f"the span fit at d = {d}, n = {n} would draw {drawn:.1e} numbers "
+                          f"({fit} + {test_prompts} prompts of {n + 1} tokens; limit "
+                          f"{MAX_DRAWN:.0e}): lower n or the prompt counts")
     return fit
 
 
@@ -175,7 +183,7 @@ def span_optimum(
             f"got d={d}"
         )
     p = feature_count(d, query_cubic)
-    fit_prompts = check_prompt_counts(d, fit_prompts, test_prompts, query_cubic)
+    fit_prompts = check_prompt_counts(d, fit_prompts, test_prompts, query_cubic, task.n)
     chunk = _chunk(task, p)
     H = torch.zeros(p, p, dtype=torch.float64)
     g = torch.zeros(p, dtype=torch.float64)
