@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from iclab.batches import STATISTICS_SAMPLERS, shared_statistics_kind
 from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
 from iclab.models.base import Model
@@ -115,13 +116,12 @@ def test_the_readout_is_the_part_of_the_prediction_odd_in_y(model_name: str) -> 
 @pytest.mark.parametrize(("model_name", "family_name"), PAIRS)
 def test_statistics_equal_whole_prompts_in_law(model_name: str, family_name: str) -> None:
     task, model = family(family_name, n=4), make(model_name)
-    kinds = getattr(task, "statistics_kinds", ())
-    if not (task.statistics and model.has_statistics and model.statistics_kind in kinds):
+    kind = shared_statistics_kind(task, model)
+    if kind is None:
         pytest.skip("no sufficient-statistic path for this pair")
     count = 200_000
-    method = "sample_statistics" if model.statistics_kind == "bartlett" else \
-        "sample_z_statistics"
-    stats = getattr(task, method)(count, make_generator(3, "s"), torch.float64)
+    stats = getattr(task, STATISTICS_SAMPLERS[kind])(count, make_generator(3, "s"),
+                                                     torch.float64)
     prompts = task.sample_prompts(count, make_generator(4, "p"), torch.float64)
     with torch.no_grad():
         a = (model.forward_statistics(stats) - stats.y_q) ** 2
@@ -136,10 +136,8 @@ def test_every_path_that_applies_trains_and_the_others_are_refused(
 ) -> None:
     task, model = family(family_name), make(model_name, dtype=torch.float32)
     cpu = torch.device("cpu")
-    kinds = getattr(task, "statistics_kinds", ())
     supported = {"prompts": True,
-                 "statistics": task.statistics and model.has_statistics
-                 and model.statistics_kind in kinds,
+                 "statistics": shared_statistics_kind(task, model) is not None,
                  "exact": task.gaussian and model.has_exact_loss}
     for sampler, ok in supported.items():
         if not ok:

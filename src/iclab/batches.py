@@ -88,3 +88,29 @@ class GaussianStatistics:
     chol_x: torch.Tensor | None
     sigma: float
     n: int
+
+
+STATISTICS_SAMPLERS = {"bartlett": "sample_statistics", "wishart": "sample_z_statistics"}
+"""Kind of sufficient statistics -> the family method that draws a batch of them:
+"bartlett" -> ``GaussianStatistics``, "wishart" -> ``ZStatistics``."""
+
+
+def statistics_kinds_read(model: object) -> tuple[str, ...]:
+    """The kinds of statistics a model (class or instance) reads, in its order of preference:
+    its ``statistics_kinds`` where declared, else its one ``statistics_kind``; () for a model
+    without ``has_statistics``."""
+    if not getattr(model, "has_statistics", False):
+        return ()
+    kinds: tuple[str, ...] = tuple(getattr(model, "statistics_kinds", ()))
+    return kinds or (str(getattr(model, "statistics_kind", "bartlett")),)
+
+
+def shared_statistics_kind(family: object, model: object) -> str | None:
+    """The first kind of statistics the model reads that the family can draw, or None.
+
+    A family declares ``statistics`` and the kinds it draws in ``statistics_kinds`` (a family
+    without that list draws "bartlett" statistics only)."""
+    if not getattr(family, "statistics", False):
+        return None
+    drawn = tuple(getattr(family, "statistics_kinds", ("bartlett",)))
+    return next((kind for kind in statistics_kinds_read(model) if kind in drawn), None)

@@ -99,7 +99,14 @@ def test_cross_field_rules_are_checked_by_validate() -> None:
     with pytest.raises(ConfigError, match="width applies only to family two-layer-relu"):
         TrainConfig.flat(d=2, n=3, sigma=0.1, width=3).validate()
     with pytest.raises(ConfigError, match="sampler statistics needs"):
-        TrainConfig.flat(d=2, n=3, sigma=0.1, family="relu", sampler="statistics").validate()
+        TrainConfig.flat(d=2, n=3, sigma=0.1, family="two-layer-relu",
+                         sampler="statistics").validate()
+    with pytest.raises(ConfigError, match="sampler statistics needs"):
+        TrainConfig.flat(d=2, n=3, sigma=0.1, family="relu", model="softmax",
+                         sampler="statistics").validate()
+    relu = TrainConfig.flat(d=2, n=3, sigma=0.1, family="relu", sampler="statistics")
+    relu.validate()  # relu draws Z, which both lsa models read
+    assert relu.resolved_sampler() == "statistics"
     with pytest.raises(ConfigError, match="lr does not apply to exact training"):
         TrainConfig.flat(d=2, n=3, sigma=0.1, exact=True, lr=0.1).validate()
     with pytest.raises(ConfigError, match="GiB per batch"):

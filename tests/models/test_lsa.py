@@ -3,6 +3,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from iclab.batches import ZStatistics
 from iclab.errors import ConfigError
 from iclab.models.lsa import LinearSelfAttention, LSAOptions
 from iclab.seeding import make_generator
@@ -52,6 +53,31 @@ def test_forward_equals_u_Z_M_xq() -> None:
         u, M = model.effective()
         expected = torch.einsum("a,bac,cd,bd->b", u, Z, M, batch.x_q)
         torch.testing.assert_close(model(batch.X, batch.y, batch.x_q), expected)
+
+
+@pytest.mark.parametrize("normalise", [False, True])
+@pytest.mark.parametrize("attend_query", [False, True])
+def test_the_prediction_from_z_statistics_is_the_literal_attention(
+    normalise: bool, attend_query: bool
+) -> None:
+    """Z = sum_i e_i e_i^T of whole prompts, as a ``ZStatistics`` batch, predicts exactly what
+    attention token by token does, and its gradient is the whole-prompt forward's."""
+    d, n = 3, 7
+    model = random_lsa(d, normalise=normalise, attend_query=attend_query, key_dim=2,
+                       value_dim=5)
+    batch = prompts(d, n, batch=8)
+    E = torch.cat([batch.X, batch.y[..., None]], -1)
+    stats = ZStatistics(Z=E.transpose(1, 2) @ E, x_q=batch.x_q, y_q=batch.y_q, n=n)
+    on_z = model.forward_statistics(stats)
+    with torch.no_grad():
+        literal = literal_attention(model, batch.X, batch.y, batch.x_q)
+    torch.testing.assert_close(on_z.detach(), literal, rtol=1e-12, atol=1e-12)
+    grads_z = torch.autograd.grad((on_z - stats.y_q).square().sum(), list(model.parameters()))
+    on_prompts = model(batch.X, batch.y, batch.x_q)
+    grads_p = torch.autograd.grad((on_prompts - batch.y_q).square().sum(),
+                                  list(model.parameters()))
+    for a, b in zip(grads_z, grads_p, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 
 def test_shapes_and_seeded_initialisation() -> None:

@@ -28,14 +28,17 @@ def test_config_families_and_samplers() -> None:
     assert TrainConfig.flat(d=2, n=3, sigma=0.1).resolved_sampler() == "statistics"
     anisotropic = TrainConfig.flat(d=2, n=3, sigma=0.1, family="anisotropic")
     assert anisotropic.resolved_sampler() == "statistics"
-    assert TrainConfig.flat(d=2, n=3, sigma=0.1, family="relu").resolved_sampler() == "prompts"
+    assert TrainConfig.flat(d=2, n=3, sigma=0.1, family="relu").resolved_sampler() == "statistics"
+    two_layer = TrainConfig.flat(d=2, n=3, sigma=0.1, family="two-layer-relu")
+    assert two_layer.resolved_sampler() == "prompts"
     config = TrainConfig.flat(d=2, n=3, sigma=0.1, family="two-layer-relu", width=5).validate()
     assert TrainConfig.from_json(config.to_json()) == config
     task = config.make_task()
     assert config.to_json()["width"] == 5
     assert isinstance(task, TwoLayerReluTask) and task.width == 5
     with pytest.raises(ConfigError, match="sampler statistics needs a family with the suff"):
-        TrainConfig.flat(d=2, n=3, sigma=0.1, family="relu", sampler="statistics").validate()
+        TrainConfig.flat(d=2, n=3, sigma=0.1, family="two-layer-relu",
+                         sampler="statistics").validate()
     with pytest.raises(ConfigError, match="unknown family 'cubic'"):
         TrainConfig.flat(d=2, n=3, sigma=0.1, family="cubic").validate()
     with pytest.raises(ConfigError, match="width applies only"):

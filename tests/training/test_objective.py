@@ -6,7 +6,7 @@ import torch
 from iclab.models.lsa import LinearSelfAttention, LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.nonlinear import ReluTask
+from iclab.tasks.nonlinear import ReluTask, TwoLayerReluTask
 from iclab.theory.population import PopulationLoss
 from iclab.training.objective import make_objective
 
@@ -47,10 +47,14 @@ def test_every_objective_estimates_the_exact_population_loss() -> None:
         assert abs(float(losses.mean()) - float(expected)) < 4 * stderr + 1e-3 * float(expected)
 
 
-def test_the_statistics_sampler_and_exact_loss_need_a_gaussian_task() -> None:
+def test_the_statistics_sampler_and_exact_loss_need_a_family_that_draws_them() -> None:
     model = _model(3)
     for sampler in ("statistics", "exact"):
         with pytest.raises(ValueError, match="needs a"):
-            make_objective(ReluTask(3, 5, 0.1), model, sampler, 8, seed=0, device=CPU)
+            make_objective(TwoLayerReluTask(3, 5, 0.1), model, sampler, 8, seed=0, device=CPU)
+    with pytest.raises(ValueError, match="needs a"):
+        make_objective(ReluTask(3, 5, 0.1), model, "exact", 8, seed=0, device=CPU)
+    loss = make_objective(ReluTask(3, 5, 0.1), model, "statistics", 8, seed=0, device=CPU)(0)
+    assert loss.shape == () and float(loss) > 0  # relu draws the Z statistics lsa reads
     with pytest.raises(ValueError, match="unknown sampler"):
         make_objective(LinearGaussian(3, 5, 0.1), model, "magic", 8, seed=0, device=CPU)

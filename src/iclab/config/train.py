@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from iclab.batches import shared_statistics_kind
 from iclab.errors import ConfigError
 from iclab.fields import REQUIRED, field_infos, from_flat, setting, to_flat, validate
 from iclab.models.base import Model
@@ -108,9 +109,7 @@ SECTIONS: tuple[type, ...] = (TaskConfig, OptimConfig, RunConfig)
 
 def supports_statistics(task: TaskFamily, model_class: type[Model]) -> bool:
     """Whether the family can draw the sufficient statistics the model reads."""
-    kinds = getattr(task, "statistics_kinds", ("bartlett",) if task.statistics else ())
-    return bool(task.statistics and model_class.has_statistics
-                and model_class.statistics_kind in kinds)
+    return shared_statistics_kind(task, model_class) is not None
 MODEL_KEY = "model"
 DEFAULT_MODEL = "lsa"
 

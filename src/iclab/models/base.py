@@ -12,8 +12,10 @@ columns), and declares what else it can do, like ``torch.distributions`` declare
 
 - ``has_readout``: ``readout(n)`` returns the linear algorithm it implements
   (``iclab.models.readout.LinearReadout``: u, M, Gamma and its parts);
-- ``has_statistics``: ``forward_statistics(stats)`` predicts from
-  ``iclab.batches.GaussianStatistics`` (the n-independent sampler of linear Gaussian tasks);
+- ``has_statistics``: ``forward_statistics(stats)`` predicts from a family's sufficient
+  statistics instead of whole prompts (``iclab.batches``: ``GaussianStatistics``, the
+  n-independent sampler of linear Gaussian tasks, or ``ZStatistics``, drawn by linear Gaussian
+  and relu families), of the kinds named by ``statistics_kind`` / ``statistics_kinds``;
 - ``has_exact_loss``: ``exact_loss(task)`` is the exact population loss on a Gaussian family
   (a differentiable float64 scalar), so ``iclab train --exact`` applies;
 
@@ -30,7 +32,6 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from iclab.batches import GaussianStatistics
 from iclab.models.readout import LinearReadout
 
 
@@ -51,6 +52,10 @@ class Model(nn.Module):
     """Which sufficient statistics ``forward_statistics`` reads: "bartlett" (the one-layer
     LSA's 2d+3 numbers, ``GaussianStatistics``) or "wishart" (Z = sum_i e_i e_i^T,
     ``ZStatistics``); a family lists the kinds it can draw in ``statistics_kinds``."""
+    statistics_kinds: ClassVar[tuple[str, ...]] = ()
+    """Every kind ``forward_statistics`` reads, in order of preference, for a model that reads
+    more than one (empty: ``statistics_kind`` alone); the trainer draws the first kind the
+    family can (``iclab.batches.shared_statistics_kind``)."""
     has_exact_loss: ClassVar[bool] = False
 
     @classmethod
@@ -83,7 +88,7 @@ class Model(nn.Module):
         """The linear algorithm implemented at prompt length n (``has_readout`` models)."""
         raise NotImplementedError(f"model {self.name} has no linear read-out")
 
-    def forward_statistics(self, stats: GaussianStatistics) -> torch.Tensor:
+    def forward_statistics(self, stats: Any) -> torch.Tensor:
         """The prediction from sufficient statistics: (B,) (``has_statistics`` models)."""
         raise NotImplementedError(f"model {self.name} cannot predict from statistics")
 

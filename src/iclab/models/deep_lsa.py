@@ -182,7 +182,7 @@ class DeepLinearSelfAttention(Model):
         W_PV, W_KQ = self.weights()
         return deep_statistics_prediction(W_PV, W_KQ, Z, x_q, n)
 
-    def forward_statistics(self, stats: ZStatistics) -> torch.Tensor:  # type: ignore[override]
+    def forward_statistics(self, stats: ZStatistics) -> torch.Tensor:
         """The prediction on statistics drawn by ``sample_z_statistics``: (B,)."""
         return self.forward_z(stats.Z, stats.x_q, stats.n)
 

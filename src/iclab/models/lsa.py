@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclab.batches import GaussianStatistics
+from iclab.batches import GaussianStatistics, ZStatistics
 from iclab.errors import ConfigError
 from iclab.fields import setting
 from iclab.models.base import Model
@@ -115,6 +115,7 @@ class LinearSelfAttention(Model):
     options_class = LSAModelOptions
     has_readout = True
     has_statistics = True
+    statistics_kinds = ("bartlett", "wishart")
     has_exact_loss = True
 
     W_K: nn.Parameter
@@ -256,20 +257,31 @@ class LinearSelfAttention(Model):
     def gradient_masks(self) -> list[tuple[nn.Parameter, torch.Tensor]]:
         return list(getattr(self, "_gradient_masks", []))
 
-    def forward_statistics(self, stats: GaussianStatistics) -> torch.Tensor:
-        """The prediction on linear Gaussian prompts drawn as sufficient statistics: (B,).
+    def forward_statistics(self, stats: GaussianStatistics | ZStatistics) -> torch.Tensor:
+        """The prediction from a batch of sufficient statistics: (B,).
 
-        Equal in law to ``forward`` on whole prompts (see ``iclab.tasks.linear_gaussian``):
-        yhat = (p.q) c1^2 + c1 z sqrt(|p|^2 |q|^2 - (p.q)^2), p = L^T u, q = L^T M x_q,
-        computed with a hand-written backward by ``iclab.models.lsa_statistics``.
+        ``GaussianStatistics`` (linear Gaussian prompts): equal in law to ``forward`` on whole
+        prompts (see ``iclab.tasks.linear_gaussian``), yhat = (p.q) c1^2 + c1 z
+        sqrt(|p|^2 |q|^2 - (p.q)^2), p = L^T u, q = L^T M x_q, computed with a hand-written
+        backward by ``iclab.models.lsa_statistics``.
+        ``ZStatistics`` (any family that draws Z = sum_i e_i e_i^T, relu's included):
+        yhat = u^T Z M x_q, the module docstring's formula itself.
         """
-        yhat = statistics_prediction(self.W_K, self.W_Q, self.W_V, self.h, stats)
+        if isinstance(stats, ZStatistics):
+            u, M = self.effective()
+            Mx_q = M @ stats.x_q.to(M.dtype).T                       # (d+1, B)
+            Z = stats.Z.to(u.dtype).permute(1, 2, 0)                 # (d+1, d+1, B)
+            yhat = u @ (Z * Mx_q[None]).sum(1)                       # u^T Z M x_q: (B,)
+        else:
+            yhat = statistics_prediction(self.W_K, self.W_Q, self.W_V, self.h, stats)
         if self.options.attend_query:
             u, M = self.effective()
             yhat = yhat + self._query_term(u, stats.x_q @ M.T, stats.x_q)
         if self.options.normalise:
             yhat = yhat / stats.n
         return yhat
+
+
 DEEP_TRAINING = {"steps": 1000, "batch": 4096, "lr": 0.005, "clip_grad": 1.0}
 """Optimiser defaults of the L-layer model, from a training study (benchmarks/README.md):
 full models at depth meet rare prompts with gradient norms up to 1e8, and without clipping

@@ -17,7 +17,8 @@ Labels are y = f(x) + sigma * eps with eps ~ N(0, 1). Each family's ``draw_value
 place its law is written; ``sample_prompts`` wraps it the same way for every family, except
 ``ReluTask``, whose training sampler draws the same law with the batch axis innermost (the
 layout of ``iclab.models.lsa_prompts``, several times faster than drawing, evaluating and
-copying batch-major prompts).
+copying batch-major prompts). ``ReluTask`` also draws the statistics Z = sum_i e_i e_i^T that
+any depth of LSA reads (``sample_z_statistics``, ``iclab.tasks.relu_statistics``).
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from iclab.batches import ZStatistics
 from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.tasks.relu_statistics import sample_relu_z_statistics
 
 DrawFunction = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
 """(inputs: (B, k, d), generator) -> f's values (B, k), one freshly drawn f per row."""
@@ -101,6 +104,8 @@ class ReluTask(DrawnTask):
     name = "relu"
     rotation_invariant = True
     sign_symmetric = False  # relu(u.x) >= 0: -f is not in the family
+    statistics = True
+    statistics_kinds = ("wishart",)
 
     def gd_moments(self) -> tuple[float, float, float]:
         """g_f = u/2: G = 1/4, A = 1/2, B = (d+2) A (positively homogeneous f)."""
@@ -126,6 +131,14 @@ class ReluTask(DrawnTask):
         if noisy:
             labels.add_(raw[d], alpha=float(self.sigma))
         return Prompts.from_batch_inner(inputs, labels)
+
+    def sample_z_statistics(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> ZStatistics:
+        """Draw the statistics (Z, x_q, y_q) any depth of LSA reads, with the law of whole
+        prompts and a cost nearly independent of n (``iclab.tasks.relu_statistics``)."""
+        return sample_relu_z_statistics(self.d, self.n, float(self.sigma), batch, generator,
+                                        dtype)
 
     def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """inputs: (B, k, d) -> relu(u^T x) for one u per row: (B, k)."""

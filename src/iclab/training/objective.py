@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from iclab.batches import STATISTICS_SAMPLERS, shared_statistics_kind
 from iclab.errors import ConfigError
 from iclab.models.base import Model
 from iclab.seeding import make_generator
@@ -32,13 +33,11 @@ def make_objective(
     """The loss of ``model`` at step s: on a fresh batch drawn with the "statistics" or "prompts"
     sampler, or, with "exact", the exact population loss (no sampling; ``batch`` is unused)."""
     if sampler == "statistics":
-        kinds = getattr(task, "statistics_kinds", ("bartlett",) if task.statistics else ())
-        if not (task.statistics and model.has_statistics and model.statistics_kind in kinds):
+        kind = shared_statistics_kind(task, model)
+        if kind is None:
             raise ConfigError(f"the statistics sampler needs a family and a model that support "
                               f"it; got {task.name!r} and {model.name!r}")
-        method = "sample_statistics" if model.statistics_kind == "bartlett" \
-            else "sample_z_statistics"
-        sample_statistics: Any = getattr(task, method)
+        sample_statistics: Any = getattr(task, STATISTICS_SAMPLERS[kind])
 
         def statistics_loss(step: int) -> torch.Tensor:
             stats = sample_statistics(batch, make_generator(seed, "train", step, device))

@@ -1,0 +1,125 @@
+"""Relu prompts drawn as Z = sum_i e_i e_i^T: the sufficient-statistic sampler of ``relu``.
+
+Any depth of linear self-attention reads a prompt only through Z = sum_{i <= n} e_i e_i^T,
+e_i = [x_i; y_i], and the query x_q (``iclab.tasks.wishart``). For the relu family, x ~ N(0, I_d),
+u uniform on the sphere and y = relu(u^T x) + sigma eps, Z has an exact law that needs far
+fewer random numbers than the prompt (docs/theory.md section 10.2.1):
+
+- Let P be the Householder reflection with P e_1 = -s u, s = sign(u_1) (v = e_1 + s u, so
+  |v|^2 >= 2 and no cancellation), and write x = P [a; r]: then u^T x = -s a, so
+  t = u^T x ~ N(0, 1) and r ~ N(0, I_(d-1)) are independent, and a = -s t.
+- Given the n pairs (a_i, y_i) the context's rows r_i are still i.i.d. N(0, I_(d-1)). Take
+  the Gram-Schmidt basis q_1, q_2 of V = [a, y] (n x 2): a = r11 q_1, y = r12 q_1 + r22 q_2
+  (r22 = 0 where y is a multiple of a), and complete it to an orthonormal basis of R^n. In that
+  basis the (n, d-1) matrix of rows r_i is again i.i.d. standard normal: its first two rows
+  g_1, g_2 ~ N(0, I_(d-1)), the other n - 2 rows a Gaussian block whose Gram matrix is
+  Wishart(n - 2, I_(d-1)) (Bartlett's factor F, ``iclab.tasks.wishart.wishart_factor``).
+- Hence Z~ = sum_i [a_i; r_i; y_i][a_i; r_i; y_i]^T = C C^T with the columns
+  c_1 = [r11; g_1; r12], c_2 = [0; g_2; r22] and [0; F_j; 0], and Z = (P~ C)(P~ C)^T,
+  P~ = diag(P, 1). The query is x_q = P [-s t_q; r_q], y_q = relu(t_q) + sigma eps_q.
+
+The context noise enters Z only through three numbers (``_add_noise``). Per prompt that is
+n + 1 normals for t, d for u, 3(d-1) for g_1, g_2 and r_q, Bartlett's (d-1)(d-2)/2 normals and
+d-1 chi-squares, and with noise 3 normals and one chi-square more: at d = 5, n = 20, 47 normals
+and 5 chi-squares against the whole prompt's 131 normals, and no (d, n, B) tensor. Every
+per-prompt matrix is stored batch-last, (d+1, k, B), as in ``iclab.tasks.wishart``. On the CPU
+at n = 20 the saving in random numbers is mostly spent on the chi-squares and the small
+per-prompt operations: a training step costs about what the whole-prompt step costs
+(benchmarks/README.md); the gap grows with n.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from iclab.batches import ZStatistics
+from iclab.errors import ConfigError
+from iclab.tasks.wishart import wishart_factor
+
+
+def sample_relu_z_statistics(
+    d: int, n: int, sigma: float, batch: int, generator: torch.Generator,
+    dtype: torch.dtype = torch.float32,
+) -> ZStatistics:
+    """Draw ``batch`` relu prompts (d, n, sigma) as (Z, x_q, y_q) with the law of whole prompts
+    (module docstring). Z: (B, d+1, d+1) view of a batch-last tensor; x_q: (B, d); y_q: (B,).
+    Every number comes from ``generator``."""
+    return draw_relu_z(d, n, sigma, batch, generator, dtype)[0]
+
+
+def draw_relu_z(
+    d: int, n: int, sigma: float, batch: int, generator: torch.Generator,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[ZStatistics, torch.Tensor]:
+    """``sample_relu_z_statistics`` and the prompts' directions u: (d, B) (for tests: with
+    sigma = 0, u^T Z_xy = Z_yy and y_q = relu(u^T x_q) hold exactly)."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"batch must be an integer >= 1, got {batch!r}")
+    device, k, p = generator.device, d - 1, d + 1
+    noisy = sigma > 0
+    t = torch.randn(n + 1, batch, generator=generator, dtype=dtype, device=device)  # u^T x
+    direction = torch.randn(d, batch, generator=generator, dtype=dtype, device=device)
+    rows = min(n, 2)                                       # the basis vectors q_1 (, q_2)
+    normals = torch.randn(rows + 1, k, batch, generator=generator, dtype=dtype, device=device)
+    rest = wishart_factor(k, n - rows, batch, generator, dtype) if k and n > rows else None
+
+    u = direction.div_(direction.square().sum(0).sqrt_())  # (d, B), unit columns
+    s = torch.where(u[0] >= 0, 1.0, -1.0).to(dtype)        # (B,)
+    v = u * s                                              # v = e_1 + s u: (d, B)
+    v[0].add_(1.0)
+    beta = 2.0 / v.square().sum(0)                         # P = I - beta v v^T
+
+    context = t[:n]
+    positive = context.relu()                              # relu(t_i): the noiseless labels
+    plus = positive.square().sum(0)                        # sum relu(t_i)^2 = -s a.relu(t)
+    minus = (context - positive).square_().sum(0)          # sum over t_i < 0 of t_i^2
+    r11 = (plus + minus).sqrt_()                           # |a|
+    a_y, y_y = plus.clone(), plus.clone()                  # -s a.y and |y|^2 without noise
+    y_q = t[n].relu()
+    if noisy:
+        a_y, y_y, y_q = _add_noise(plus, minus, a_y, y_y, y_q, n, sigma, generator)
+    r12 = a_y.mul_(-s).div_(r11)                           # a.y / |a|
+    r22 = (y_y - r12.square()).clamp_(min=0.0).sqrt_()
+
+    columns = rows + (0 if rest is None else rest.shape[1])
+    C = torch.zeros(p, columns, batch, dtype=dtype, device=device)   # Z~ = C C^T
+    C[0, 0] = r11
+    C[d, 0] = r12
+    C[1:d, :rows] = normals[:rows].transpose(0, 1)
+    if rows == 2:
+        C[d, 1] = r22
+    if rest is not None:
+        C[1:d, rows:] = rest
+    query = torch.cat([(t[n] * -s)[None], normals[rows]])  # [-s t_q; r_q]: (d, B)
+
+    C[:d].sub_(v[:, None] * ((v[:, None] * C[:d]).sum(0) * beta))     # P applied to columns
+    x_q = query.sub_(v * ((v * query).sum(0) * beta))
+    Z = C[:, 0, None] * C[None, :, 0]                                  # (p, p, B)
+    for j in range(1, columns):
+        Z.addcmul_(C[:, j, None], C[None, :, j])
+    return ZStatistics(Z=Z.permute(2, 0, 1), x_q=x_q.T, y_q=y_q, n=n), u
+
+
+def _add_noise(
+    plus: torch.Tensor, minus: torch.Tensor, a_y: torch.Tensor, y_y: torch.Tensor,
+    y_q: torch.Tensor, n: int, sigma: float, generator: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The noise's share of (-s a.y, |y|^2, y_q), all (B,), from five numbers per prompt.
+
+    The context noise eps ~ N(0, I_n) enters only through its products with relu(t) and with
+    min(t, 0), two orthogonal vectors of squared lengths ``plus`` and ``minus``, and through
+    |eps|^2: eps.relu(t) = sqrt(plus) alpha, eps.min(t, 0) = sqrt(minus) beta and
+    |eps|^2 = alpha^2 [plus > 0] + beta^2 [minus > 0] + chi2_(n - rank), with alpha, beta
+    ~ N(0, 1) and the chi-square independent (the noise in the rest of R^n)."""
+    dtype, device = plus.dtype, plus.device
+    draws = torch.randn(3, plus.shape[0], generator=generator, dtype=dtype, device=device)
+    alpha, beta, query_noise = draws[0], draws[1], draws[2]
+    has_plus, has_minus = plus > 0, minus > 0
+    rank = has_plus.to(dtype) + has_minus.to(dtype)
+    shapes = (n - rank).mul_(0.5)                                     # chi2_(n - rank) / 2
+    rest = torch._standard_gamma(shapes, generator=generator).mul_(2.0).mul_(shapes > 0)
+    along_plus, along_minus = plus.sqrt() * alpha, minus.sqrt() * beta
+    noise_sq = (alpha.square() * has_plus + beta.square() * has_minus).add_(rest)
+    a_y = a_y.add_(along_plus + along_minus, alpha=sigma)            # -s a.y: a = -s t
+    y_y = y_y.add_(along_plus, alpha=2 * sigma).add_(noise_sq, alpha=sigma**2)
+    return a_y, y_y, y_q.add_(query_noise, alpha=sigma)
