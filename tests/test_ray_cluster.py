@@ -108,7 +108,13 @@ def iclab_sweep(folder: Path, *options: str, wait: bool = True) -> Any:
     if wait:
         return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=600)
     return subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal)
+
+
+def as_in_a_terminal() -> None:
+    """A background job (pytest started with & by a shell without job control, as CI may be)
+    inherits Ctrl-C ignored, and Python keeps it so; a command typed in a terminal does not."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_until(condition: Callable[[], bool], seconds: float = 120) -> None:
