@@ -54,7 +54,8 @@ from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
 from iclab.tasks.covariate_laws import parse_law
 from iclab.tasks.registry import FamilyRegistry
-from iclab.training.loop import TRAIN_THREADS, build_model, intra_op_threads, make_train_step
+from iclab.threads import intra_op_threads
+from iclab.training.loop import TRAIN_THREADS, build_model, make_train_step
 from iclab.training.objective import make_objective
 
 Step = Callable[[int], object]

@@ -20,7 +20,6 @@ from iclab.analysis.shift import (
     PREDICTORS,
     curve_values,
     evaluate_shift,
-    one_thread,
     shift_curves,
     write_shift_outputs,
 )
@@ -29,6 +28,7 @@ from iclab.models.lsa import LSAOptions
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import gaussian_optimum, gd_term_loss, loss_star_isotropic
+from iclab.threads import intra_op_threads
 
 D, N, SIGMA = 5, 20, 0.5
 BASE = LinearGaussian(D, N, SIGMA)
@@ -41,7 +41,7 @@ PROMPTS = 4000
 @pytest.fixture(autouse=True)
 def single_thread() -> Iterator[None]:
     """Batched solves of tiny matrices are far faster with one thread on a busy machine."""
-    with one_thread():
+    with intra_op_threads(1):
         yield
 
 

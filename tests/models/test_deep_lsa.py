@@ -13,7 +13,7 @@ from iclab.errors import ConfigError
 from iclab.models.deep_lsa import DeepLinearSelfAttention, DeepLSAOptions, sparse_gd_model
 from iclab.models.lsa import LinearSelfAttention, LSAOptions
 from iclab.seeding import make_generator
-from iclab.training.loop import intra_op_threads
+from iclab.threads import intra_op_threads
 from tests.helpers import prompts
 
 F64 = torch.float64

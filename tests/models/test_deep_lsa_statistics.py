@@ -9,7 +9,7 @@ import torch
 
 from iclab.models.deep_lsa_statistics import deep_statistics_prediction
 from iclab.seeding import make_generator
-from iclab.training.loop import intra_op_threads
+from iclab.threads import intra_op_threads
 
 F64 = torch.float64
 

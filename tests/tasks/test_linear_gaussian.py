@@ -18,7 +18,7 @@ from iclab.errors import ConfigError
 from iclab.models.lsa import LinearSelfAttention, LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.training.loop import intra_op_threads
+from iclab.threads import intra_op_threads
 
 F64 = torch.float64
 

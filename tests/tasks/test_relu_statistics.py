@@ -15,7 +15,7 @@ from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.nonlinear import ReluTask
 from iclab.tasks.relu_statistics import draw_relu_z, sample_relu_z_statistics
-from iclab.training.loop import intra_op_threads
+from iclab.threads import intra_op_threads
 
 F64 = torch.float64
 SIZES = [(1, 3, 0.2), (2, 1, 0.0), (3, 2, 0.3), (4, 5, 0.5), (5, 20, 0.0), (2, 7, 1.0)]

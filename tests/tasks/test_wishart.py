@@ -15,7 +15,7 @@ from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask
 from iclab.tasks.wishart import sample_z_statistics, wishart_factor
-from iclab.training.loop import intra_op_threads
+from iclab.threads import intra_op_threads
 from tests.helpers import random_spd
 
 F64 = torch.float64

@@ -25,10 +25,10 @@ import torch
 from iclab.algorithms.baselines import BayesPosteriorMean, LeastSquares
 from iclab.algorithms.gd import PreconditionedGD
 from iclab.analysis.compare import Predictor, compare_with
-from iclab.analysis.shift import one_thread
 from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.threads import intra_op_threads
 
 REFERENCE_PROMPTS = 20_000
 
@@ -60,7 +60,7 @@ def reference_measures(
         "vs_ols": LeastSquares(),
     }
     result: dict[str, dict[str, float]] = {}
-    with one_thread():
+    with intra_op_threads(1):
         for key, reference in references.items():
             measures: dict[str, Any] = compare_with(model, reference, batch)
             with torch.no_grad():

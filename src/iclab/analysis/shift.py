@@ -26,8 +26,7 @@ The work runs with one intra-op thread: torch's batched pseudo-inverse of many t
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -43,21 +42,11 @@ from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.shifted import SCALE_KINDS, check_value, shifted_law
 from iclab.theory.shifted_population import shifted_population_loss
+from iclab.threads import intra_op_threads
 
 ELEMENTS_PER_CHUNK = 4_000_000
 PREDICTORS = ("model", "ols", "ridge", "gd", "bayes")
 Readout = tuple[np.ndarray, np.ndarray]
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Run the block with one intra-op thread, restoring the previous number after."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def gd_readout(gamma_star: np.ndarray) -> Readout:
@@ -141,7 +130,7 @@ def _measure(predictors: dict[str, Predictor], law: Any, prompts: int, seed: int
     chunk = max(1, min(prompts, ELEMENTS_PER_CHUNK // ((law.n + 1) * (law.d + 1))))
     sums = {name: [0.0, 0.0] for name in predictors}
     done = 0
-    with torch.no_grad(), one_thread():
+    with torch.no_grad(), intra_op_threads(1):
         while done < prompts:
             size = min(chunk, prompts - done)
             batch = law.sample_prompts(size, generator).to(torch.float64)

@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from iclab.io import atomic_write, atomic_write_text
 from iclab.models.base import Model, progress_metrics
 from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
+from iclab.threads import intra_op_threads
 from iclab.training.checkpoint import (
     RESTART_HINT,
     load_checkpoint,
@@ -61,17 +61,6 @@ class TrainedModel:
     model: Model
     sampler: str
     seconds: float
-
-
-@contextmanager
-def intra_op_threads(count: int) -> Iterator[None]:
-    """Run the block with ``count`` intra-op threads, restoring the previous number after."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def resolve_device(name: str) -> torch.device:
