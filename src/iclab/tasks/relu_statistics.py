@@ -14,7 +14,7 @@ fewer random numbers than the prompt (docs/theory.md section 10.2.1):
   basis the (n, d-1) matrix of rows r_i is again i.i.d. standard normal: its first two rows
   g_1, g_2 ~ N(0, I_(d-1)), the other n - 2 rows a Gaussian block whose Gram matrix is
   Wishart(n - 2, I_(d-1)) (Bartlett's factor F, ``iclab.tasks.wishart.wishart_factor``).
-- Hence Z~ = sum_i [a_i; r_i; y_i][a_i; r_i; y_i]^T = C C^T with the columns
+- Hence, with f_i = [a_i; r_i; y_i], Z~ = sum_i f_i f_i^T = C C^T with the columns
   c_1 = [r11; g_1; r12], c_2 = [0; g_2; r22] and [0; F_j; 0], and Z = (P~ C)(P~ C)^T,
   P~ = diag(P, 1). The query is x_q = P [-s t_q; r_q], y_q = relu(t_q) + sigma eps_q.
 
