@@ -164,8 +164,8 @@ def test_a_sweep_survives_its_second_node_being_killed(two_nodes: TwoNodes,
     finally:
         process.kill()
         two_nodes.second = two_nodes.cluster.add_node(num_cpus=1)  # for the next tests
-        # and only when the cluster has noticed the killed node's death: a driver of the next
-        # test that learns of it mid-run was seen to hang on Ctrl-C (Ray's, not iclab's)
+        # and only once the cluster has noticed the killed node's death, so that the next tests
+        # start on exactly two live nodes (their CPU counts rely on it)
         two_nodes.cluster.wait_for_nodes(timeout=120)
     assert process.returncode == 0, err
     spec = load_spec(driver / "spec.toml")
