@@ -75,8 +75,12 @@ def iclab_step(d: int, n: int, batch: int, sigma: float, steps: int,
                family: str = "linear-gaussian",
                x_law: str = "gaussian") -> Step:
     """iclab's training step for this size and task, on the CPU, with its default sampler."""
-    config = TrainConfig.flat(d=d, n=n, sigma=sigma, batch=batch, steps=steps,
-                              **task_keys(family, x_law))
+    return config_step(TrainConfig.flat(d=d, n=n, sigma=sigma, batch=batch, steps=steps,
+                                        **task_keys(family, x_law)))
+
+
+def config_step(config: TrainConfig) -> Step:
+    """The training step ``iclab train`` runs for ``config``, on the CPU."""
     device = torch.device("cpu")
     task = config.make_task()
     model, optimizer = build_model(config, task, device)
@@ -175,14 +179,8 @@ def deep_iclab_step(
     """iclab's step for the L-layer LSA, exactly as ``iclab train --layers L`` runs it: the Z
     sampler, forward_statistics with its hand-written backward, gradient clipping, fused Adam
     and the cosine schedule, at the deep model's default learning rate."""
-    config = TrainConfig.flat(d=d, n=n, sigma=sigma, batch=batch, steps=steps, layers=layers,
-                              parameterisation=parameterisation)
-    device = torch.device("cpu")
-    task = config.make_task()
-    model, optimizer = build_model(config, task, device)
-    objective = make_objective(task, model, config.resolved_sampler(task), config.optim.batch,
-                               config.run.seed, device)
-    return make_train_step(config, optimizer, objective, model.gradient_masks())
+    return config_step(TrainConfig.flat(d=d, n=n, sigma=sigma, batch=batch, steps=steps,
+                                        layers=layers, parameterisation=parameterisation))
 
 
 def deep_plain_step(d: int, n: int, batch: int, sigma: float, layers: int) -> Step:

@@ -61,3 +61,8 @@ def load_covariance(path: str | Path, d: int) -> np.ndarray:
     if not isinstance(matrix, np.ndarray):
         raise ConfigError(f"{path}: expected a single .npy array, got {type(matrix).__name__}")
     return validate_covariance(matrix, d, str(path))
+
+
+def covariance_or_identity(matrix: np.ndarray | None, d: int) -> np.ndarray:
+    """A task's covariance as a float64 (d, d) array: ``matrix``, or I_d where it is None."""
+    return np.eye(d) if matrix is None else matrix

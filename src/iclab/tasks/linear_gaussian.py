@@ -22,7 +22,7 @@ import torch
 
 from iclab.batches import GaussianStatistics, Prompts, ZStatistics
 from iclab.tasks.base import check_scalars
-from iclab.tasks.covariance import validate_covariance
+from iclab.tasks.covariance import covariance_or_identity, validate_covariance
 
 
 def _cholesky_or_none(cov: np.ndarray | None) -> np.ndarray | None:
@@ -75,12 +75,12 @@ class LinearGaussian:
     @property
     def sigma_x(self) -> np.ndarray:
         """Sigma_x as a float64 (d, d) array."""
-        return np.eye(self.d) if self.cov_x is None else self.cov_x
+        return covariance_or_identity(self.cov_x, self.d)
 
     @property
     def sigma_w(self) -> np.ndarray:
         """Sigma_w as a float64 (d, d) array."""
-        return np.eye(self.d) if self.cov_w is None else self.cov_w
+        return covariance_or_identity(self.cov_w, self.d)
 
     @staticmethod
     def _factor(

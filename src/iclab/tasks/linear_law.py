@@ -35,7 +35,7 @@ import torch
 
 from iclab.errors import ConfigError
 from iclab.tasks.base import Prompts, check_scalars
-from iclab.tasks.covariance import validate_covariance
+from iclab.tasks.covariance import covariance_or_identity, validate_covariance
 from iclab.tasks.covariate_laws import CovariateLaw, GaussianLaw, parse_law
 from iclab.tasks.linear_gaussian import LinearGaussian
 
@@ -118,12 +118,12 @@ class LinearLawTask:
     @property
     def sigma_x(self) -> np.ndarray:
         """Sigma_x as a float64 (d, d) array."""
-        return np.eye(self.d) if self.cov_x is None else self.cov_x
+        return covariance_or_identity(self.cov_x, self.d)
 
     @property
     def sigma_w(self) -> np.ndarray:
         """Sigma_w as a float64 (d, d) array."""
-        return np.eye(self.d) if self.cov_w is None else self.cov_w
+        return covariance_or_identity(self.cov_w, self.d)
 
     @property
     def covariate_law(self) -> CovariateLaw:
