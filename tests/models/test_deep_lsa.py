@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 from hypothesis import given
@@ -13,16 +11,11 @@ from iclab.errors import ConfigError
 from iclab.models.deep_lsa import DeepLinearSelfAttention, DeepLSAOptions, sparse_gd_model
 from iclab.models.lsa import LinearSelfAttention, LSAOptions
 from iclab.seeding import make_generator
-from iclab.threads import intra_op_threads
 from tests.helpers import prompts
 
 F64 = torch.float64
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small tensors: one intra-op thread is faster, and robust when the cores are busy."""
-    with intra_op_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def deep_model(

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
 from iclab.models.deep_lsa_statistics import deep_statistics_prediction
 from iclab.seeding import make_generator
-from iclab.threads import intra_op_threads
 
 F64 = torch.float64
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small tensors: one intra-op thread is faster, and robust when the cores are busy."""
-    with intra_op_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def plain_recursion(P: torch.Tensor, Q: torch.Tensor, Z: torch.Tensor, x_q: torch.Tensor,

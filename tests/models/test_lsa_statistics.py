@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 import torch
@@ -13,15 +11,11 @@ from iclab.models.lsa import LinearSelfAttention, LSAOptions
 from iclab.models.lsa_statistics import statistics_prediction
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.threads import intra_op_threads
 
 F64 = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    with intra_op_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def plain_prediction(u: torch.Tensor, M: torch.Tensor, stats: GaussianStatistics) -> torch.Tensor:

@@ -4,7 +4,6 @@ and a short training run."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -147,17 +146,6 @@ def test_options_validation(d: int, key_dim: int | None, heads: int, mlp_width: 
 def test_init_scale_validation(scale: float) -> None:
     with pytest.raises(ConfigError, match="init_scale"):
         SoftmaxAttention(SoftmaxOptions(2), init_scale=scale)
-
-
-@pytest.fixture
-def one_thread() -> Iterator[None]:
-    """Small tensors: one intra-op thread is faster, and robust on a busy 2-core machine."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def train(heads: int, steps: int, batch: int, lr: float, seed: int = 0, test_prompts: int = 20_000

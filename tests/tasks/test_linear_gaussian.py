@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,16 +17,11 @@ from iclab.errors import ConfigError
 from iclab.models.lsa import LinearSelfAttention, LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.threads import intra_op_threads
 
 F64 = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small tensors: one intra-op thread is faster, and robust on a busy 2-core machine."""
-    with intra_op_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def random_covariance(d: int, seed: int, spread: float = 3.0) -> np.ndarray:

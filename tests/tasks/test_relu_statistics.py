@@ -4,7 +4,6 @@ prompts seen through the LSA's prediction."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -15,16 +14,12 @@ from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.nonlinear import ReluTask
 from iclab.tasks.relu_statistics import draw_relu_z, sample_relu_z_statistics
-from iclab.threads import intra_op_threads
 
 F64 = torch.float64
 SIZES = [(1, 3, 0.2), (2, 1, 0.0), (3, 2, 0.3), (4, 5, 0.5), (5, 20, 0.0), (2, 7, 1.0)]
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    with intra_op_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.mark.parametrize(("d", "n"), [(1, 1), (2, 1), (3, 2), (5, 3), (5, 20), (4, 40)])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -15,16 +14,11 @@ from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask
 from iclab.tasks.wishart import sample_z_statistics, wishart_factor
-from iclab.threads import intra_op_threads
 from tests.helpers import random_spd
 
 F64 = torch.float64
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small tensors: one intra-op thread is faster, and robust when the cores are busy."""
-    with intra_op_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def task(n: int, sigma: float = 0.5, d: int = 2) -> LinearGaussian:
