@@ -76,6 +76,11 @@ def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoNodes]:
         client_port = _free_port()
         head["ray_client_server_port"] = client_port
     previous = os.getcwd()
+    # the head's Ray Client server gives a client's own server process 30 s to start by default;
+    # on a busy 2-core machine importing Ray there took longer ("Initialization failure from
+    # server"): as long as the driver's --connect-timeout in test_ray_client_address
+    previous_wait = os.environ.get(CLIENT_WAIT)
+    os.environ[CLIENT_WAIT] = "180"
     os.chdir(workdir)  # the nodes' processes start here
     try:
         cluster = Cluster(initialize_head=True, head_node_args=head)
@@ -83,8 +88,15 @@ def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoNodes]:
         cluster.wait_for_nodes()
     finally:
         os.chdir(previous)
+        if previous_wait is None:
+            del os.environ[CLIENT_WAIT]
+        else:
+            os.environ[CLIENT_WAIT] = previous_wait
     yield TwoNodes(cluster, second, workdir, client_port)
     cluster.shutdown()
+
+
+CLIENT_WAIT = "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S"
 
 
 class InProcess:
