@@ -221,7 +221,11 @@ def draw_sample(task: TaskFamily, count: int, seed: int, stream: str) -> MatrixS
 def mean_and_stderr(losses: torch.Tensor) -> tuple[float, float]:
     """The mean of per-prompt losses (N,) and its standard error."""
     count = losses.numel()
-    return float(losses.mean()), float(losses.std() / count**0.5)
+    mean = losses.mean()
+    # the spread as a plain sum of squares: torch's std() was seen to differ in the last bit
+    # between two identical calls in one process (about 1 in 10), sum() and mean() never
+    variance = (losses - mean).square().sum() / (count - 1)
+    return float(mean), float((variance / count).sqrt())
 
 
 def eigenvalue_range(sample: SpectralSample) -> tuple[float, float, float]:
