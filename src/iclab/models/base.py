@@ -15,7 +15,9 @@ columns), and declares what else it can do, like ``torch.distributions`` declare
 - ``has_statistics``: ``forward_statistics(stats)`` predicts from a family's sufficient
   statistics instead of whole prompts (``iclab.batches``: ``GaussianStatistics``, the
   n-independent sampler of linear Gaussian tasks, or ``ZStatistics``, drawn by linear Gaussian
-  and relu families), of the kinds named by ``statistics_kind`` / ``statistics_kinds``;
+  and relu families), of the kinds named by ``statistics_kind`` / ``statistics_kinds``, and
+  ``statistics_loss(stats)`` is the training loss on them (by default from
+  ``forward_statistics``);
 - ``has_exact_loss``: ``exact_loss(task)`` is the exact population loss on a Gaussian family
   (a differentiable float64 scalar), so ``iclab train --exact`` applies;
 
@@ -91,6 +93,13 @@ class Model(nn.Module):
     def forward_statistics(self, stats: Any) -> torch.Tensor:
         """The prediction from sufficient statistics: (B,) (``has_statistics`` models)."""
         raise NotImplementedError(f"model {self.name} cannot predict from statistics")
+
+    def statistics_loss(self, stats: Any) -> torch.Tensor:
+        """The training loss on a batch of statistics: the mean of (yhat - y_q)^2 over it, a
+        scalar (``has_statistics`` models). This default uses ``forward_statistics``; a model
+        may compute the same number and its gradients faster (the one-layer ``lsa`` on Z)."""
+        loss: torch.Tensor = (self.forward_statistics(stats) - stats.y_q).square().mean()
+        return loss
 
     def exact_loss(self, task: Any) -> torch.Tensor:
         """The exact population loss on a Gaussian family (``has_exact_loss`` models)."""

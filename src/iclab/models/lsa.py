@@ -28,6 +28,7 @@ from iclab.fields import setting
 from iclab.models.base import Model
 from iclab.models.lsa_prompts import prompts_prediction
 from iclab.models.lsa_statistics import statistics_prediction
+from iclab.models.lsa_z_loss import z_statistics_loss
 from iclab.models.readout import LinearReadout
 from iclab.tasks.base import nuisance_free_optimum
 
@@ -280,6 +281,15 @@ class LinearSelfAttention(Model):
         if self.options.normalise:
             yhat = yhat / stats.n
         return yhat
+
+    def statistics_loss(self, stats: GaussianStatistics | ZStatistics) -> torch.Tensor:
+        """The mean squared error on a batch of statistics; on ``ZStatistics`` without the
+        query's own term, one autograd node with its gradients worked out in the forward
+        (``iclab.models.lsa_z_loss``), else from ``forward_statistics``."""
+        if isinstance(stats, ZStatistics) and not self.options.attend_query:
+            scale = 1.0 / stats.n if self.options.normalise else 1.0
+            return z_statistics_loss(self.W_K, self.W_Q, self.W_V, self.h, stats, scale)
+        return super().statistics_loss(stats)
 
 
 DEEP_TRAINING = {"steps": 1000, "batch": 4096, "lr": 0.005, "clip_grad": 1.0}

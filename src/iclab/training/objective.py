@@ -41,8 +41,7 @@ def make_objective(
 
         def statistics_loss(step: int) -> torch.Tensor:
             stats = sample_statistics(batch, make_generator(seed, "train", step, device))
-            loss: torch.Tensor = (model.forward_statistics(stats) - stats.y_q).square().mean()
-            return loss
+            return model.statistics_loss(stats)
 
         return statistics_loss
     if sampler == "prompts":
