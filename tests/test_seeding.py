@@ -2,7 +2,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.seeding import derive_seed, make_generator
+from iclab.seeding import derive_seed, make_generator, numpy_generator
 
 
 @given(st.integers(0, 2**40), st.text(max_size=8), st.integers(0, 2**40))
@@ -25,3 +25,16 @@ def test_generator_reproduces_its_draws() -> None:
     c = torch.randn(5, generator=make_generator(3, "train", 8))
     assert torch.equal(a, b)
     assert not torch.equal(a, c)
+
+
+def test_numpy_generator_follows_the_torch_generator() -> None:
+    """Seeded from one draw of the torch generator: the same state gives the same NumPy
+    draws, another state others, and the torch generator moves on."""
+    a = numpy_generator(make_generator(2, "train", 3)).standard_gamma(2.0, 8)
+    b = numpy_generator(make_generator(2, "train", 3)).standard_gamma(2.0, 8)
+    c = numpy_generator(make_generator(2, "train", 4)).standard_gamma(2.0, 8)
+    assert (a == b).all() and not (a == c).any()
+    generator = make_generator(2, "train", 3)
+    numpy_generator(generator)
+    after = torch.randn(4, generator=generator)
+    assert not torch.equal(after, torch.randn(4, generator=make_generator(2, "train", 3)))

@@ -16,7 +16,7 @@ from iclab.tasks.nonlinear import ReluTask
 from iclab.tasks.relu_statistics import draw_relu_z, sample_relu_z_statistics
 
 F64 = torch.float64
-SIZES = [(1, 3, 0.2), (2, 1, 0.0), (3, 2, 0.3), (4, 5, 0.5), (5, 20, 0.0), (2, 7, 1.0)]
+SIZES = [(1, 3, 0.2), (2, 1, 0.0), (2, 1, 0.4), (3, 2, 0.3), (4, 5, 0.5), (5, 20, 0.0), (2, 7, 1.0)]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py

@@ -13,7 +13,7 @@ from iclab.models.deep_lsa import DeepLinearSelfAttention, DeepLSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask
-from iclab.tasks.wishart import sample_z_statistics, wishart_factor
+from iclab.tasks.wishart import chi_square, sample_z_statistics, wishart_factor
 from tests.helpers import random_spd
 
 F64 = torch.float64
@@ -76,6 +76,31 @@ def test_wishart_factor_has_the_wishart_moments(n: int) -> None:
     variance, variance_se = mean_and_se((W - n * eye).square())
     expected = n * (1 + eye)                                  # Var W_ij = n (1 + delta_ij)
     assert torch.all((variance - expected).abs() <= 4 * variance_se), f"{variance} {expected}"
+
+
+@pytest.mark.parametrize("dtype", [F64, torch.float32])
+def test_chi_squares_have_their_mean_variance_and_third_moment(dtype: torch.dtype) -> None:
+    """chi2_k: mean k, variance 2k, E (X - k)^3 = 8k; a row of 0 degrees of freedom is 0."""
+    dof = [1, 2, 5, 18, 0]
+    draws = chi_square(dof, 200_000, make_generator(0, "chi2"), dtype)
+    assert draws.shape == (5, 200_000) and draws.dtype == dtype
+    assert torch.all(draws[4] == 0) and torch.all(draws[:4] > 0)
+    k = torch.tensor(dof[:4], dtype=F64)[:, None]
+    centred = draws[:4].to(F64) - k
+    for moment, expected in ((centred, 0 * k), (centred.square(), 2 * k),
+                             (centred**3, 8 * k)):
+        mean, se = mean_and_se(moment.T)
+        assert torch.all((mean - expected[:, 0]).abs() <= 4.5 * se), f"{mean} {expected}"
+
+
+def test_chi_squares_are_a_function_of_the_generator_state() -> None:
+    a = chi_square([3, 7], 16, make_generator(1, "train", 4))
+    b = chi_square([3, 7], 16, make_generator(1, "train", 4))
+    c = chi_square([3, 7], 16, make_generator(1, "train", 5))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    generator = make_generator(1, "train", 4)
+    first, second = chi_square([3], 16, generator), chi_square([3], 16, generator)
+    assert not torch.equal(first, second)        # each call advances the torch generator
 
 
 MODELS = [(2, "full", 0.4), (3, "full", 0.3), (3, "sparse", 0.6)]

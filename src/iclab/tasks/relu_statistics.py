@@ -34,7 +34,7 @@ import torch
 
 from iclab.batches import ZStatistics
 from iclab.errors import ConfigError
-from iclab.tasks.wishart import wishart_factor
+from iclab.tasks.wishart import chi_square, wishart_factor
 
 
 def sample_relu_z_statistics(
@@ -57,10 +57,11 @@ def draw_relu_z(
         raise ConfigError(f"batch must be an integer >= 1, got {batch!r}")
     device, k, p = generator.device, d - 1, d + 1
     noisy = sigma > 0
-    t = torch.randn(n + 1, batch, generator=generator, dtype=dtype, device=device)  # u^T x
-    direction = torch.randn(d, batch, generator=generator, dtype=dtype, device=device)
     rows = min(n, 2)                                       # the basis vectors q_1 (, q_2)
-    normals = torch.randn(rows + 1, k, batch, generator=generator, dtype=dtype, device=device)
+    counts = [n + 1, d, (rows + 1) * k, 3 if noisy else 0]
+    draws = torch.randn(sum(counts), batch, generator=generator, dtype=dtype, device=device)
+    t, direction, flat, noise = torch.split(draws, counts)  # t_i = u^T x_i: (n+1, B), ...
+    normals = flat.view(rows + 1, k, batch)                # g_1 (, g_2), r_q: (k, B) each
     rest = wishart_factor(k, n - rows, batch, generator, dtype) if k and n > rows else None
 
     u = direction.div_(direction.square().sum(0).sqrt_())  # (d, B), unit columns
@@ -77,7 +78,7 @@ def draw_relu_z(
     a_y, y_y = plus.clone(), plus.clone()                  # -s a.y and |y|^2 without noise
     y_q = t[n].relu()
     if noisy:
-        a_y, y_y, y_q = _add_noise(plus, minus, a_y, y_y, y_q, n, sigma, generator)
+        a_y, y_y, y_q = _add_noise(plus, minus, a_y, y_y, y_q, noise, n, sigma, generator)
     r12 = a_y.mul_(-s).div_(r11)                           # a.y / |a|
     r22 = (y_y - r12.square()).clamp_(min=0.0).sqrt_()
 
@@ -102,24 +103,26 @@ def draw_relu_z(
 
 def _add_noise(
     plus: torch.Tensor, minus: torch.Tensor, a_y: torch.Tensor, y_y: torch.Tensor,
-    y_q: torch.Tensor, n: int, sigma: float, generator: torch.Generator,
+    y_q: torch.Tensor, normals: torch.Tensor, n: int, sigma: float, generator: torch.Generator,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The noise's share of (-s a.y, |y|^2, y_q), all (B,), from five numbers per prompt.
+    """The noise's share of (-s a.y, |y|^2, y_q), all (B,), from three normals (``normals``:
+    (3, B)) and one chi-square per prompt.
 
     The context noise eps ~ N(0, I_n) enters only through its products with relu(t) and with
     min(t, 0), two orthogonal vectors of squared lengths ``plus`` and ``minus``, and through
-    |eps|^2: eps.relu(t) = sqrt(plus) alpha, eps.min(t, 0) = sqrt(minus) beta and
-    |eps|^2 = alpha^2 [plus > 0] + beta^2 [minus > 0] + chi2_(n - rank), with alpha, beta
-    ~ N(0, 1) and the chi-square independent (the noise in the rest of R^n)."""
-    dtype, device = plus.dtype, plus.device
-    draws = torch.randn(3, plus.shape[0], generator=generator, dtype=dtype, device=device)
-    alpha, beta, query_noise = draws[0], draws[1], draws[2]
-    has_plus, has_minus = plus > 0, minus > 0
-    rank = has_plus.to(dtype) + has_minus.to(dtype)
-    shapes = (n - rank).mul_(0.5)                                     # chi2_(n - rank) / 2
-    rest = torch._standard_gamma(shapes, generator=generator).mul_(2.0).mul_(shapes > 0)
+    |eps|^2: eps.relu(t) = sqrt(plus) alpha, eps.min(t, 0) = sqrt(minus) beta and, for n >= 2,
+    |eps|^2 = alpha^2 + beta^2 + chi2_(n-2) with alpha, beta ~ N(0, 1) and the chi-square
+    independent (the noise in the rest of R^n). Where plus = 0 (no t_i > 0), alpha enters
+    nowhere else and alpha^2 is the extra chi2_1 of the larger rest; likewise beta where
+    minus = 0. For n = 1, eps = alpha or beta, whichever of plus, minus is not 0."""
+    alpha, beta, query_noise = normals[0], normals[1], normals[2]
+    if n == 1:
+        noise_sq = torch.where(plus > 0, alpha, beta).square_()
+    else:
+        noise_sq = torch.addcmul(alpha.square(), beta, beta)
+        if n > 2:
+            noise_sq += chi_square([n - 2], plus.shape[0], generator, plus.dtype)[0]
     along_plus, along_minus = plus.sqrt() * alpha, minus.sqrt() * beta
-    noise_sq = (alpha.square() * has_plus + beta.square() * has_minus).add_(rest)
     a_y = a_y.add_(along_plus + along_minus, alpha=sigma)            # -s a.y: a = -s t
     y_y = y_y.add_(along_plus, alpha=2 * sigma).add_(noise_sq, alpha=sigma**2)
     return a_y, y_y, y_q.add_(query_noise, alpha=sigma)

@@ -27,6 +27,7 @@ import torch
 
 from iclab.batches import ZStatistics
 from iclab.errors import ConfigError
+from iclab.seeding import numpy_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 
 
@@ -44,11 +45,22 @@ def wishart_factor(
     factor = torch.zeros(p, p, batch, dtype=dtype, device=device)
     below = torch.randn(rows.numel(), batch, generator=generator, dtype=dtype, device=device)
     factor.view(p * p, batch).index_copy_(0, rows * p + cols, below)
-    shapes = (n - torch.arange(p, dtype=dtype, device=device)).div_(2)   # chi2_(n-i) / 2
-    gamma = torch._standard_gamma(shapes[:, None].expand(p, batch).contiguous(),
-                                  generator=generator)
-    factor.diagonal(0, 0, 1).copy_(gamma.mul_(2).sqrt_().T)
+    diagonal = chi_square([n - i for i in range(p)], batch, generator, dtype).sqrt_()
+    factor.diagonal(0, 0, 1).copy_(diagonal.T)
     return factor
+
+
+def chi_square(
+    dof: list[int], batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """(len(dof), batch) chi-square draws, row j with dof[j] >= 0 degrees of freedom (0 gives
+    0): twice NumPy's standard gamma of shape dof/2, from a NumPy generator seeded by
+    ``generator`` (``iclab.seeding.numpy_generator``), on ``generator``'s device."""
+    rng, size = numpy_generator(generator), (len(dof), batch)
+    shapes = np.array([[k / 2] for k in dof], dtype=np.float64)
+    draws = rng.standard_gamma(shapes, size) if dtype == torch.float64 else \
+        rng.standard_gamma(shapes.astype(np.float32), size, np.float32)
+    return torch.from_numpy(draws).to(generator.device, dtype).mul_(2)
 
 
 def _cholesky(cov: np.ndarray, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
