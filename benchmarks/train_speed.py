@@ -50,10 +50,13 @@ from typing import Any
 
 import torch
 
+from iclab.batches import STATISTICS_SAMPLERS, shared_statistics_kind
 from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
+from iclab.seeding import make_generator
 from iclab.tasks.covariate_laws import parse_law
 from iclab.tasks.registry import FamilyRegistry
+from iclab.tasks.relu_statistics import relu_z_random_numbers
 from iclab.threads import intra_op_threads
 from iclab.training.loop import TRAIN_THREADS, build_model, make_train_step
 from iclab.training.objective import make_objective
@@ -87,6 +90,28 @@ def config_step(config: TrainConfig) -> Step:
     objective = make_objective(task, model, config.resolved_sampler(task), config.optim.batch,
                                config.run.seed, device)
     return make_train_step(config, optimizer, objective, model.gradient_masks())
+
+
+def fixed_batch_step(config: TrainConfig) -> Step:
+    """iclab's step for ``config`` on one batch of statistics drawn once: the update (loss,
+    gradients, masks, Adam, learning rate) without the sampler."""
+    device = torch.device("cpu")
+    task = config.make_task()
+    model, optimizer = build_model(config, task, device)
+    kind = shared_statistics_kind(task, model)
+    if kind is None:
+        raise ConfigError(f"{task.name!r} and {model.name!r} share no statistics")
+    stats = getattr(task, STATISTICS_SAMPLERS[kind])(
+        config.optim.batch, make_generator(config.run.seed, "train", 0, device))
+    return make_train_step(config, optimizer, lambda _: model.statistics_loss(stats),
+                           model.gradient_masks())
+
+
+def relu_z_draws_step(d: int, n: int, batch: int, sigma: float) -> Step:
+    """Only the random numbers relu's Z sampler draws (``relu_z_random_numbers``: its normals,
+    Bartlett's factor and the noise's chi-square)."""
+    generator = torch.Generator().manual_seed(0)
+    return lambda _: relu_z_random_numbers(d, n, sigma, batch, generator)
 
 
 PromptDraw = Callable[[torch.Generator], tuple[torch.Tensor, ...]]
@@ -291,6 +316,11 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
                                         or args.x_law != "gaussian")
     if whole_prompts:
         runners["draws"] = (draws_step(d, n, batch, sigma, **task), 1)
+    relu_on_z = layers is None and args.family == "relu" and args.x_law == "gaussian"
+    if relu_on_z:
+        runners["z_draws"] = (relu_z_draws_step(d, n, batch, sigma), threads)
+        runners["fixed_batch"] = (fixed_batch_step(TrainConfig.flat(
+            d=d, n=n, sigma=sigma, batch=batch, steps=total, family="relu")), threads)
     before = machine()
     medians = measure(runners, args.steps, args.warmup, args.repeats)
     plain_best = min(value for name, value in medians.items()
@@ -314,6 +344,11 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     if whole_prompts:
         result["plain_draws_median_step_seconds"] = medians["draws"]
         result["speedup_bound"] = plain_best / medians["draws"]
+    if relu_on_z:
+        floor = medians["z_draws"] + medians["fixed_batch"]
+        result["z_draws_median_step_seconds"] = medians["z_draws"]
+        result["fixed_batch_median_step_seconds"] = medians["fixed_batch"]
+        result["statistics_speedup_bound"] = plain_best / floor
     return result
 
 
@@ -336,6 +371,13 @@ def report(result: dict[str, Any]) -> str:
         draws = ms * result["plain_draws_median_step_seconds"]
         lines.append(f"  random numbers only   {draws:8.3f} ms  (a whole-prompt step drawing "
                      f"them can be at most {result['speedup_bound']:.1f}x faster)")
+    if "z_draws_median_step_seconds" in result:
+        z_draws = ms * result["z_draws_median_step_seconds"]
+        fixed = ms * result["fixed_batch_median_step_seconds"]
+        lines.append(f"  Z sampler's random numbers only {z_draws:.3f} ms + the update on a "
+                     f"fixed batch {fixed:.3f} ms (a step drawing those numbers and taking "
+                     f"that update can be at most {result['statistics_speedup_bound']:.1f}x "
+                     f"faster)")
     if "ratio_n" in result:
         lines.append(f"  iclab step at n={result['ratio_n']}  "
                      f"{ms * result['ratio_n_median_step_seconds']:8.3f} ms"

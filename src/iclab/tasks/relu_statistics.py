@@ -21,11 +21,13 @@ fewer random numbers than the prompt (docs/theory.md section 10.2.1):
 The context noise enters Z only through three numbers (``_add_noise``). Per prompt that is
 n + 1 normals for t, d for u, 3(d-1) for g_1, g_2 and r_q, Bartlett's (d-1)(d-2)/2 normals and
 d-1 chi-squares, and with noise 3 normals and one chi-square more: at d = 5, n = 20, 47 normals
-and 5 chi-squares against the whole prompt's 131 normals, and no (d, n, B) tensor. Every
-per-prompt matrix is stored batch-last, (d+1, k, B), as in ``iclab.tasks.wishart``. On the CPU
-at n = 20 the saving in random numbers is mostly spent on the chi-squares and the small
-per-prompt operations: a training step costs about what the whole-prompt step costs
-(benchmarks/README.md); the gap grows with n.
+and 5 chi-squares against the whole prompt's 131 normals, and no (d, n, B) tensor. The normals
+come in one draw; the chi-squares from NumPy's gamma sampler seeded by ``generator``
+(``iclab.tasks.wishart.chi_square``: half the cost of torch's). Every per-prompt matrix is
+stored batch-last, (d+1, k, B), as in ``iclab.tasks.wishart``. On the CPU at n = 20 the
+saving in random numbers is mostly spent on the small per-prompt operations: a training step
+is only 1.1-1.2x faster than the whole-prompt step (benchmarks/README.md); the gap grows
+with n.
 """
 
 from __future__ import annotations
@@ -47,6 +49,23 @@ def sample_relu_z_statistics(
     return draw_relu_z(d, n, sigma, batch, generator, dtype)[0]
 
 
+def relu_z_random_numbers(
+    d: int, n: int, sigma: float, batch: int, generator: torch.Generator,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """Every random number ``draw_relu_z`` uses, in the order it draws them: the normals
+    (n + 1 + d + 3(d-1) + (3 with noise), B) (t, u, g_1, g_2, r_q, noise; min(n, 2) + 1 vectors
+    g for n < 2), Bartlett's factor (d-1, min(d-1, n-2), B) of the rest (None where it is
+    empty) and the noise's chi2_(n-2): (B,) (None for sigma = 0 or n <= 2)."""
+    device, k = generator.device, d - 1
+    rows, noisy = min(n, 2), sigma > 0
+    count = n + 1 + d + (rows + 1) * k + (3 if noisy else 0)
+    draws = torch.randn(count, batch, generator=generator, dtype=dtype, device=device)
+    rest = wishart_factor(k, n - rows, batch, generator, dtype) if k and n > rows else None
+    chi2 = chi_square([n - 2], batch, generator, dtype)[0] if noisy and n > 2 else None
+    return draws, rest, chi2
+
+
 def draw_relu_z(
     d: int, n: int, sigma: float, batch: int, generator: torch.Generator,
     dtype: torch.dtype = torch.float32,
@@ -58,11 +77,10 @@ def draw_relu_z(
     device, k, p = generator.device, d - 1, d + 1
     noisy = sigma > 0
     rows = min(n, 2)                                       # the basis vectors q_1 (, q_2)
+    draws, rest, chi2 = relu_z_random_numbers(d, n, sigma, batch, generator, dtype)
     counts = [n + 1, d, (rows + 1) * k, 3 if noisy else 0]
-    draws = torch.randn(sum(counts), batch, generator=generator, dtype=dtype, device=device)
     t, direction, flat, noise = torch.split(draws, counts)  # t_i = u^T x_i: (n+1, B), ...
     normals = flat.view(rows + 1, k, batch)                # g_1 (, g_2), r_q: (k, B) each
-    rest = wishart_factor(k, n - rows, batch, generator, dtype) if k and n > rows else None
 
     u = direction.div_(direction.square().sum(0).sqrt_())  # (d, B), unit columns
     s = torch.where(u[0] >= 0, 1.0, -1.0).to(dtype)        # (B,)
@@ -78,7 +96,7 @@ def draw_relu_z(
     a_y, y_y = plus.clone(), plus.clone()                  # -s a.y and |y|^2 without noise
     y_q = t[n].relu()
     if noisy:
-        a_y, y_y, y_q = _add_noise(plus, minus, a_y, y_y, y_q, noise, n, sigma, generator)
+        a_y, y_y, y_q = _add_noise(plus, minus, a_y, y_y, y_q, noise, chi2, n, sigma)
     r12 = a_y.mul_(-s).div_(r11)                           # a.y / |a|
     r22 = (y_y - r12.square()).clamp_(min=0.0).sqrt_()
 
@@ -103,10 +121,10 @@ def draw_relu_z(
 
 def _add_noise(
     plus: torch.Tensor, minus: torch.Tensor, a_y: torch.Tensor, y_y: torch.Tensor,
-    y_q: torch.Tensor, normals: torch.Tensor, n: int, sigma: float, generator: torch.Generator,
+    y_q: torch.Tensor, normals: torch.Tensor, chi2: torch.Tensor | None, n: int, sigma: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The noise's share of (-s a.y, |y|^2, y_q), all (B,), from three normals (``normals``:
-    (3, B)) and one chi-square per prompt.
+    (3, B)) and, for n > 2, one chi2_(n-2) per prompt (``chi2``: (B,)).
 
     The context noise eps ~ N(0, I_n) enters only through its products with relu(t) and with
     min(t, 0), two orthogonal vectors of squared lengths ``plus`` and ``minus``, and through
@@ -120,8 +138,8 @@ def _add_noise(
         noise_sq = torch.where(plus > 0, alpha, beta).square_()
     else:
         noise_sq = torch.addcmul(alpha.square(), beta, beta)
-        if n > 2:
-            noise_sq += chi_square([n - 2], plus.shape[0], generator, plus.dtype)[0]
+        if chi2 is not None:
+            noise_sq += chi2
     along_plus, along_minus = plus.sqrt() * alpha, minus.sqrt() * beta
     a_y = a_y.add_(along_plus + along_minus, alpha=sigma)            # -s a.y: a = -s t
     y_y = y_y.add_(along_plus, alpha=2 * sigma).add_(noise_sq, alpha=sigma**2)
