@@ -206,16 +206,18 @@ def test_training_gradients_have_the_same_mean_on_both_paths(parameterisation: s
 
 
 def train(
-    family: LinearGaussian, layers: int, parameterisation: str, on_z: bool, steps: int
+    family: LinearGaussian, layers: int, parameterisation: str, on_z: bool, steps: int,
+    seed: int = 0,
 ) -> DeepLinearSelfAttention:
-    """Adam on fresh batches, cosine learning rate, gradient norm clipped at 1."""
+    """Adam on fresh batches (drawn from ``seed``'s training stream), cosine learning rate,
+    gradient norm clipped at 1; the same initial weights for every seed."""
     model = DeepLinearSelfAttention(DeepLSAOptions(family.d, layers, parameterisation),
                                     make_generator(0, "init"), 0.1)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.005)
     for step in range(steps):
         for group in optimizer.param_groups:
             group["lr"] = 0.005 * 0.5 * (1 + math.cos(math.pi * step / steps))
-        generator = make_generator(0, "train-z" if on_z else "train-prompts", step)
+        generator = make_generator(seed, "train-z" if on_z else "train-prompts", step)
         if on_z:
             stats = sample_z_statistics(family, 4096, generator)
             loss = (model.forward_z(stats.Z, stats.x_q, family.n) - stats.y_q)
@@ -234,15 +236,21 @@ def train(
 def test_training_on_z_reaches_the_loss_of_training_on_prompts(
     layers: int, parameterisation: str
 ) -> None:
+    """Four training seeds on each path: the mean test loss over seeds agrees within four
+    standard errors of the seed-to-seed spread (plus 0.5 % of the level). One seed each is not
+    enough: with the same start, 500 steps end 0.5-0.9 % apart from one training stream to
+    the next (measured for the 2-layer full model)."""
     family = LinearGaussian(3, 10, 0.5)
-    models = [train(family, layers, parameterisation, on_z, 500) for on_z in (True, False)]
     prompts = family.sample_prompts(200_000, make_generator(0, "test-eval")).to(F64)
-    losses = []
-    for model in models:
-        model.double()
-        with torch.no_grad():
-            losses.append((model(prompts.X, prompts.y, prompts.x_q) - prompts.y_q).square())
-    difference = mean_and_se((losses[0] - losses[1])[:, None])
-    level = float(losses[1].mean())
-    assert abs(float(difference[0][0])) <= 4 * float(difference[1][0]) + 0.005 * level
-    assert level < 0.9 * float(mean_and_se(prompts.y_q.square()[:, None])[0][0])
+    means: dict[bool, list[float]] = {True: [], False: []}
+    for on_z in (True, False):
+        for seed in range(4):
+            model = train(family, layers, parameterisation, on_z, 500, seed).double()
+            with torch.no_grad():
+                loss = (model(prompts.X, prompts.y, prompts.x_q) - prompts.y_q).square()
+            means[on_z].append(float(loss.mean()))
+    difference = np.mean(means[True]) - np.mean(means[False])
+    spread = math.sqrt((np.var(means[True], ddof=1) + np.var(means[False], ddof=1)) / 4)
+    level = float(np.mean(means[False]))
+    assert abs(difference) <= 4 * spread + 0.005 * level, f"{means}"
+    assert level < 0.9 * float(prompts.y_q.square().mean())
