@@ -24,6 +24,12 @@ def check_scalars(d: int, n: int, sigma: float) -> None:
         raise ConfigError(f"sigma must be a finite number >= 0, got {sigma!r}")
 
 
+def check_batch(batch: object) -> None:
+    """Raise ConfigError naming ``batch`` when it is not an integer >= 1."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"batch must be an integer >= 1, got {batch!r}")
+
+
 class TaskFamily(Protocol):
     """A distribution over regression tasks and the prompts drawn from them.
 

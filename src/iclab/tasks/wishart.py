@@ -28,6 +28,7 @@ import torch
 from iclab.batches import ZStatistics
 from iclab.errors import ConfigError
 from iclab.seeding import numpy_generator
+from iclab.tasks.base import check_batch
 from iclab.tasks.linear_gaussian import LinearGaussian
 
 
@@ -77,8 +78,7 @@ def sample_z_statistics(
     that does not grow with n. Every number comes from ``generator``."""
     if not task.gaussian:
         raise ConfigError(f"the Z sampler needs a linear Gaussian task, got {task.name!r}")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ConfigError(f"batch must be an integer >= 1, got {batch!r}")
+    check_batch(batch)
     d, n, p, device = task.d, task.n, task.d + 1, generator.device
     normals = torch.randn(2 * d + 1, batch, generator=generator, dtype=dtype, device=device)
     w, x_q, noise = normals[:d], normals[d : 2 * d], normals[2 * d]      # (d, B), (d, B), (B,)
