@@ -71,6 +71,25 @@ class ZStatistics:
 
 
 @dataclass(frozen=True)
+class XYStatistics:
+    """A batch of prompts reduced to what a one-layer LSA without nuisance terms reads.
+
+    With u_x = 0 and m_y = 0 (the nuisance-free optimum of rotation-invariant or sign-symmetric
+    families) the prediction u^T Z M x_q is u_y (X^T y)^T M_x x_q: it needs only
+    xy: (B, d) the sums X^T y = sum_i y_i x_i; x_q: (B, d); y_q: (B,); n.
+    """
+
+    xy: torch.Tensor
+    x_q: torch.Tensor
+    y_q: torch.Tensor
+    n: int
+
+    @property
+    def batch(self) -> int:
+        return int(self.xy.shape[0])
+
+
+@dataclass(frozen=True)
 class GaussianStatistics:
     """Everything a one-layer LSA prediction needs from a batch of linear Gaussian prompts.
 
@@ -90,9 +109,10 @@ class GaussianStatistics:
     n: int
 
 
-STATISTICS_SAMPLERS = {"bartlett": "sample_statistics", "wishart": "sample_z_statistics"}
+STATISTICS_SAMPLERS = {"bartlett": "sample_statistics", "wishart": "sample_z_statistics",
+                       "xy": "sample_xy_statistics"}
 """Kind of sufficient statistics -> the family method that draws a batch of them:
-"bartlett" -> ``GaussianStatistics``, "wishart" -> ``ZStatistics``."""
+"bartlett" -> ``GaussianStatistics``, "wishart" -> ``ZStatistics``, "xy" -> ``XYStatistics``."""
 
 
 def statistics_kinds_read(model: object) -> tuple[str, ...]:
@@ -109,8 +129,14 @@ def shared_statistics_kind(family: object, model: object) -> str | None:
     """The first kind of statistics the model reads that the family can draw, or None.
 
     A family declares ``statistics`` and the kinds it draws in ``statistics_kinds`` (a family
-    without that list draws "bartlett" statistics only)."""
+    without that list draws "bartlett" statistics only). A model instance may read more kinds
+    in its present state than its class declares (``statistics_kinds_now()``: the one-layer
+    ``lsa`` held nuisance-free also reads "xy")."""
     if not getattr(family, "statistics", False):
         return None
     drawn = tuple(getattr(family, "statistics_kinds", ("bartlett",)))
-    return next((kind for kind in statistics_kinds_read(model) if kind in drawn), None)
+    now = getattr(model, "statistics_kinds_now", None)
+    read = statistics_kinds_read(model)
+    if now is not None and not isinstance(model, type) and read:
+        read = tuple(now())
+    return next((kind for kind in read if kind in drawn), None)

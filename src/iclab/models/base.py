@@ -15,7 +15,8 @@ columns), and declares what else it can do, like ``torch.distributions`` declare
 - ``has_statistics``: ``forward_statistics(stats)`` predicts from a family's sufficient
   statistics instead of whole prompts (``iclab.batches``: ``GaussianStatistics``, the
   n-independent sampler of linear Gaussian tasks, or ``ZStatistics``, drawn by linear Gaussian
-  and relu families), of the kinds named by ``statistics_kind`` / ``statistics_kinds``, and
+  and relu families), of the kinds named by ``statistics_kind`` / ``statistics_kinds`` (an
+  instance's ``statistics_kinds_now()`` may add kinds its state allows), and
   ``statistics_loss(stats)`` is the training loss on them (by default from
   ``forward_statistics``);
 - ``has_exact_loss``: ``exact_loss(task)`` is the exact population loss on a Gaussian family
@@ -34,6 +35,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from iclab.batches import statistics_kinds_read
 from iclab.models.readout import LinearReadout
 
 
@@ -93,6 +95,12 @@ class Model(nn.Module):
     def forward_statistics(self, stats: Any) -> torch.Tensor:
         """The prediction from sufficient statistics: (B,) (``has_statistics`` models)."""
         raise NotImplementedError(f"model {self.name} cannot predict from statistics")
+
+    def statistics_kinds_now(self) -> tuple[str, ...]:
+        """The kinds of statistics this model reads in its present state, in order of
+        preference (``iclab.batches.shared_statistics_kind`` asks an instance this): its
+        declared kinds by default; a model may read more once prepared for a task."""
+        return statistics_kinds_read(self)
 
     def statistics_loss(self, stats: Any) -> torch.Tensor:
         """The training loss on a batch of statistics: the mean of (yhat - y_q)^2 over it, a

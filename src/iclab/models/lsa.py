@@ -22,12 +22,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclab.batches import GaussianStatistics, ZStatistics
+from iclab.batches import GaussianStatistics, XYStatistics, ZStatistics
 from iclab.errors import ConfigError
 from iclab.fields import setting
 from iclab.models.base import Model
 from iclab.models.lsa_prompts import prompts_prediction
 from iclab.models.lsa_statistics import statistics_prediction
+from iclab.models.lsa_xy_loss import xy_statistics_loss
 from iclab.models.lsa_z_loss import z_statistics_loss
 from iclab.models.readout import LinearReadout
 from iclab.tasks.base import nuisance_free_optimum
@@ -254,11 +255,21 @@ class LinearSelfAttention(Model):
         value_mask = torch.ones_like(self.W_V)
         value_mask[:, :d] = 0.0
         self._gradient_masks = [(self.W_K, key_mask), (self.W_V, value_mask)]
+        self._nuisance_free = True
+
+    def statistics_kinds_now(self) -> tuple[str, ...]:
+        """Held nuisance-free (u_x = m_y = 0 for good), the model also reads ``XYStatistics``
+        (X^T y, x_q, y_q), in preference to Z: its prediction needs nothing else."""
+        if getattr(self, "_nuisance_free", False):
+            return ("bartlett", "xy", "wishart")
+        return self.statistics_kinds
 
     def gradient_masks(self) -> list[tuple[nn.Parameter, torch.Tensor]]:
         return list(getattr(self, "_gradient_masks", []))
 
-    def forward_statistics(self, stats: GaussianStatistics | ZStatistics) -> torch.Tensor:
+    def forward_statistics(
+        self, stats: GaussianStatistics | ZStatistics | XYStatistics
+    ) -> torch.Tensor:
         """The prediction from a batch of sufficient statistics: (B,).
 
         ``GaussianStatistics`` (linear Gaussian prompts): equal in law to ``forward`` on whole
@@ -267,8 +278,15 @@ class LinearSelfAttention(Model):
         backward by ``iclab.models.lsa_statistics``.
         ``ZStatistics`` (any family that draws Z = sum_i e_i e_i^T, relu's included):
         yhat = u^T Z M x_q, the module docstring's formula itself.
+        ``XYStatistics`` (X^T y, x_q, y_q; only for a model held nuisance-free):
+        yhat = u_y (X^T y)^T M_x x_q, the same formula at u_x = 0, m_y = 0.
         """
-        if isinstance(stats, ZStatistics):
+        if isinstance(stats, XYStatistics):
+            self._require_nuisance_free()
+            u, M = self.effective()
+            Mx_q = stats.x_q.to(M.dtype) @ M[: self.d].T             # (B, d): M_x x_q
+            yhat = u[self.d] * (stats.xy.to(M.dtype) * Mx_q).sum(-1)  # u_y (X^T y)^T M_x x_q
+        elif isinstance(stats, ZStatistics):
             u, M = self.effective()
             Mx_q = M @ stats.x_q.to(M.dtype).T                       # (d+1, B)
             Z = stats.Z.to(u.dtype).permute(1, 2, 0)                 # (d+1, d+1, B)
@@ -282,14 +300,25 @@ class LinearSelfAttention(Model):
             yhat = yhat / stats.n
         return yhat
 
-    def statistics_loss(self, stats: GaussianStatistics | ZStatistics) -> torch.Tensor:
+    def statistics_loss(
+        self, stats: GaussianStatistics | ZStatistics | XYStatistics
+    ) -> torch.Tensor:
         """The mean squared error on a batch of statistics; on ``ZStatistics`` without the
-        query's own term, one autograd node with its gradients worked out in the forward
-        (``iclab.models.lsa_z_loss``), else from ``forward_statistics``."""
+        query's own term and on ``XYStatistics``, one autograd node with its gradients worked
+        out in the forward (``iclab.models.lsa_z_loss``, ``iclab.models.lsa_xy_loss``), else
+        from ``forward_statistics``."""
+        scale = 1.0 / stats.n if self.options.normalise else 1.0
+        if isinstance(stats, XYStatistics):
+            self._require_nuisance_free()        # u_x = 0: the query's own term is 0 too
+            return xy_statistics_loss(self.W_K, self.W_Q, self.W_V, self.h, stats, scale)
         if isinstance(stats, ZStatistics) and not self.options.attend_query:
-            scale = 1.0 / stats.n if self.options.normalise else 1.0
             return z_statistics_loss(self.W_K, self.W_Q, self.W_V, self.h, stats, scale)
         return super().statistics_loss(stats)
+
+    def _require_nuisance_free(self) -> None:
+        if not getattr(self, "_nuisance_free", False):
+            raise ConfigError("XYStatistics need the model held at u_x = 0 and m_y = 0 (the "
+                              "gd-subspace start on a family with a nuisance-free optimum)")
 
 
 DEEP_TRAINING = {"steps": 1000, "batch": 4096, "lr": 0.005, "clip_grad": 1.0}

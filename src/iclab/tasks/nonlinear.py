@@ -18,7 +18,9 @@ place its law is written; ``sample_prompts`` wraps it the same way for every fam
 ``ReluTask``, whose training sampler draws the same law with the batch axis innermost (the
 layout of ``iclab.models.lsa_prompts``, several times faster than drawing, evaluating and
 copying batch-major prompts). ``ReluTask`` also draws the statistics Z = sum_i e_i e_i^T that
-any depth of LSA reads (``sample_z_statistics``, ``iclab.tasks.relu_statistics``).
+any depth of LSA reads (``sample_z_statistics``, ``iclab.tasks.relu_statistics``) and the
+fewer (X^T y, x_q, y_q) that the one-layer LSA without nuisance terms reads
+(``sample_xy_statistics``, ``iclab.tasks.relu_xy_statistics``).
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from iclab.batches import ZStatistics
+from iclab.batches import XYStatistics, ZStatistics
 from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.relu_statistics import sample_relu_z_statistics
+from iclab.tasks.relu_xy_statistics import sample_relu_xy_statistics
 
 DrawFunction = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
 """(inputs: (B, k, d), generator) -> f's values (B, k), one freshly drawn f per row."""
@@ -105,7 +108,7 @@ class ReluTask(DrawnTask):
     rotation_invariant = True
     sign_symmetric = False  # relu(u.x) >= 0: -f is not in the family
     statistics = True
-    statistics_kinds = ("wishart",)
+    statistics_kinds = ("wishart", "xy")
 
     def gd_moments(self) -> tuple[float, float, float]:
         """g_f = u/2: G = 1/4, A = 1/2, B = (d+2) A (positively homogeneous f)."""
@@ -139,6 +142,14 @@ class ReluTask(DrawnTask):
         prompts and a cost nearly independent of n (``iclab.tasks.relu_statistics``)."""
         return sample_relu_z_statistics(self.d, self.n, float(self.sigma), batch, generator,
                                         dtype)
+
+    def sample_xy_statistics(
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    ) -> XYStatistics:
+        """Draw (X^T y, x_q, y_q), what the nuisance-free one-layer LSA reads, with the law of
+        whole prompts (``iclab.tasks.relu_xy_statistics``)."""
+        return sample_relu_xy_statistics(self.d, self.n, float(self.sigma), batch, generator,
+                                         dtype)
 
     def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """inputs: (B, k, d) -> relu(u^T x) for one u per row: (B, k)."""

@@ -18,7 +18,7 @@ fewer random numbers than the prompt (docs/theory.md section 10.2.1):
   c_1 = [r11; g_1; r12], c_2 = [0; g_2; r22] and [0; F_j; 0], and Z = (P~ C)(P~ C)^T,
   P~ = diag(P, 1). The query is x_q = P [-s t_q; r_q], y_q = relu(t_q) + sigma eps_q.
 
-The context noise enters Z only through three numbers (``_add_noise``). Per prompt that is
+The context noise enters Z only through three numbers (``add_label_noise``). Per prompt that is
 n + 1 normals for t, d for u, 3(d-1) for g_1, g_2 and r_q, Bartlett's (d-1)(d-2)/2 normals and
 d-1 chi-squares, and with noise 3 normals and one chi-square more: at d = 5, n = 20, 47 normals
 and 5 chi-squares against the whole prompt's 131 normals, and no (d, n, B) tensor. The normals
@@ -35,7 +35,7 @@ from __future__ import annotations
 import torch
 
 from iclab.batches import ZStatistics
-from iclab.errors import ConfigError
+from iclab.tasks.base import check_batch
 from iclab.tasks.wishart import chi_square, wishart_factor
 
 
@@ -72,8 +72,7 @@ def draw_relu_z(
 ) -> tuple[ZStatistics, torch.Tensor]:
     """``sample_relu_z_statistics`` and the prompts' directions u: (d, B) (for tests: with
     sigma = 0, u^T Z_xy = Z_yy and y_q = relu(u^T x_q) hold exactly)."""
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ConfigError(f"batch must be an integer >= 1, got {batch!r}")
+    check_batch(batch)
     device, k, p = generator.device, d - 1, d + 1
     noisy = sigma > 0
     rows = min(n, 2)                                       # the basis vectors q_1 (, q_2)
@@ -96,7 +95,7 @@ def draw_relu_z(
     a_y, y_y = plus.clone(), plus.clone()                  # -s a.y and |y|^2 without noise
     y_q = t[n].relu()
     if noisy:
-        a_y, y_y, y_q = _add_noise(plus, minus, a_y, y_y, y_q, noise, chi2, n, sigma)
+        a_y, y_y, y_q = add_label_noise(plus, minus, a_y, y_y, y_q, noise, chi2, n, sigma)
     r12 = a_y.mul_(-s).div_(r11)                           # a.y / |a|
     r22 = (y_y - r12.square()).clamp_(min=0.0).sqrt_()
 
@@ -119,12 +118,13 @@ def draw_relu_z(
     return ZStatistics(Z=Z.permute(2, 0, 1), x_q=x_q.T, y_q=y_q, n=n), u
 
 
-def _add_noise(
+def add_label_noise(
     plus: torch.Tensor, minus: torch.Tensor, a_y: torch.Tensor, y_y: torch.Tensor,
     y_q: torch.Tensor, normals: torch.Tensor, chi2: torch.Tensor | None, n: int, sigma: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The noise's share of (-s a.y, |y|^2, y_q), all (B,), from three normals (``normals``:
-    (3, B)) and, for n > 2, one chi2_(n-2) per prompt (``chi2``: (B,)).
+    """(t.y, |y|^2, y_q) with the noise added, all (B,), updated in place (t.y = -s a.y),
+    from three normals (``normals``: (3, B)) and, for n > 2, one chi2_(n-2) per prompt
+    (``chi2``: (B,)).
 
     The context noise eps ~ N(0, I_n) enters only through its products with relu(t) and with
     min(t, 0), two orthogonal vectors of squared lengths ``plus`` and ``minus``, and through

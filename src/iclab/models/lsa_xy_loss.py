@@ -1,0 +1,82 @@
+"""The nuisance-free one-layer LSA's training loss on (X^T y, x_q, y_q) as one autograd node.
+
+Held at u_x = 0 and m_y = 0 (the ``lsa`` model's nuisance-free start), the one-layer LSA
+predicts yhat = c u_y (X^T y)^T M_x x_q, with u_y = W_V[:, d] . h,
+M_x = W_K[:, :d]^T W_Q[:, :d] and c = 1/n for a normalising model (1 otherwise). With
+a = (X^T y) . (M_x x_q): (B,), the error and its gradients come together, in the forward:
+
+    r = c u_y a - y_q,  L = |r|^2 / B,  g = 2 c r / B
+    dL/du_y = g . a,  dL/dM_x = (u_y g * X^T y) x_q^T
+
+and on to the weights through u_y and M_x only. The weights that carry u_x and m_y
+(W_V[:, :d], W_K[:, d]) get a zero gradient: the model masks theirs to zero anyway
+(``LinearSelfAttention.gradient_masks``), so this is the masked gradient of the loss on Z
+(``tests/models/test_lsa_xy_loss.py`` checks it against ``iclab.models.lsa_z_loss``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from iclab.batches import XYStatistics
+
+
+class _XYStatisticsLoss(torch.autograd.Function):
+    """L: () from W_K, W_Q: (k, d+1), W_V: (m, d+1), h: (m,), xy_t, x_t: (d, B) (X^T y and
+    the queries, transposed), y_q: (B,) and the scale c."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        W_K: torch.Tensor,
+        W_Q: torch.Tensor,
+        W_V: torch.Tensor,
+        h: torch.Tensor,
+        xy_t: torch.Tensor,
+        x_t: torch.Tensor,
+        y_q: torch.Tensor,
+        scale: float,
+    ) -> torch.Tensor:
+        d, batch = x_t.shape
+        u_y = W_V[:, d] @ h                                      # ()
+        M_x = W_K[:, :d].T @ W_Q[:, :d]                          # (d, d)
+        a = (xy_t * (M_x @ x_t)).sum(0)                          # (B,): (X^T y) . M_x x_q
+        residual = torch.mul(a, u_y * scale).sub_(y_q)           # (B,)
+        loss = residual.dot(residual) / batch
+        if any(ctx.needs_input_grad[:4]):
+            g = residual.mul_(2.0 * scale / batch)               # dL/d(u^T Z M x_q)
+            g_uy = g.dot(a)
+            g_M = (xy_t * (g * u_y)) @ x_t.T                     # (d, d)
+            g_W_K, g_W_Q = torch.zeros_like(W_K), torch.zeros_like(W_Q)
+            torch.mm(W_Q[:, :d], g_M.T, out=g_W_K[:, :d])
+            torch.mm(W_K[:, :d], g_M, out=g_W_Q[:, :d])
+            g_W_V = torch.zeros_like(W_V)
+            g_W_V[:, d] = h * g_uy
+            ctx.save_for_backward(g_W_K, g_W_Q, g_W_V, W_V[:, d] * g_uy)
+        return loss
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        g_W_K, g_W_Q, g_W_V, g_h = ctx.saved_tensors
+        return (g_W_K * grad, g_W_Q * grad, g_W_V * grad, g_h * grad,
+                None, None, None, None)
+
+
+def xy_statistics_loss(
+    W_K: torch.Tensor,
+    W_Q: torch.Tensor,
+    W_V: torch.Tensor,
+    h: torch.Tensor,
+    stats: XYStatistics,
+    scale: float = 1.0,
+) -> torch.Tensor:
+    """mean over the batch of (scale u_y (X^T y)^T M_x x_q - y_q)^2: a scalar, one autograd
+    node; gradients only through u_y and M_x (module docstring)."""
+    dtype = W_K.dtype
+    result: torch.Tensor = _XYStatisticsLoss.apply(  # type: ignore[no-untyped-call]
+        W_K, W_Q, W_V, h, stats.xy.to(dtype).T, stats.x_q.to(dtype).T, stats.y_q.to(dtype),
+        float(scale),
+    )
+    return result
