@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.nonlinear import ReluTask
-from iclab.tasks.relu_statistics import draw_relu_z, sample_relu_z_statistics
+from iclab.tasks.relu_statistics import draw_relu_z, relu_context_sums, sample_relu_z_statistics
 
 F64 = torch.float64
 SIZES = [(1, 3, 0.2), (2, 1, 0.0), (2, 1, 0.4), (3, 2, 0.3), (4, 5, 0.5), (5, 20, 0.0), (2, 7, 1.0)]
@@ -108,3 +108,28 @@ def test_the_same_generator_gives_the_same_bits_and_another_step_others() -> Non
 def test_a_bad_batch_is_refused(batch: object) -> None:
     with pytest.raises(ConfigError, match="batch must be an integer >= 1"):
         sample_relu_z_statistics(3, 5, 0.1, batch, make_generator(0, "x"))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("n", [1, 3, 20, 64, 65, 100])
+def test_context_sums_have_the_law_of_n_projections(n: int) -> None:
+    """plus = sum relu(t_i)^2 and minus = sum min(t_i, 0)^2 for t ~ N(0, I_n): E plus = n/2,
+    E plus^2 = 3n/2 + n(n-1)/4, E plus minus = n(n-1)/4, P(plus = 0) = 2^-n; the noise's
+    chi2_(n-2) has mean n - 2 (both branches for the number of positives: n <= 64 and
+    n > 64)."""
+    count = 200_000
+    plus, minus, chi2 = relu_context_sums(n, True, count, make_generator(n, "sums"), F64)
+    features = torch.stack([plus, minus, plus.square(), plus * minus], 1)
+    expected = torch.tensor([n / 2, n / 2, 1.5 * n + n * (n - 1) / 4, n * (n - 1) / 4],
+                            dtype=F64)
+    se = features.std(0) / math.sqrt(count)
+    assert torch.all((features.mean(0) - expected).abs() <= 4.5 * se), \
+        f"{features.mean(0)} {expected}"
+    none_positive, p = float((plus == 0).to(F64).mean()), 2.0**-n
+    assert abs(none_positive - p) <= 4.5 * math.sqrt(p * (1 - p) / count) + 1 / count
+    assert torch.all(minus[plus == 0] > 0) and torch.all(plus[minus == 0] > 0)
+    if n > 2:
+        assert chi2 is not None and abs(float(chi2.mean()) - (n - 2)) < 4.5 * float(
+            chi2.std()) / math.sqrt(count)
+    else:
+        assert chi2 is None
+    assert relu_context_sums(n, False, 4, make_generator(0, "s"))[2] is None

@@ -40,21 +40,18 @@ class _XYStatisticsLoss(torch.autograd.Function):
         scale: float,
     ) -> torch.Tensor:
         d, batch = x_t.shape
-        u_y = W_V[:, d] @ h                                      # ()
-        M_x = W_K[:, :d].T @ W_Q[:, :d]                          # (d, d)
-        a = (xy_t * (M_x @ x_t)).sum(0)                          # (B,): (X^T y) . M_x x_q
-        residual = torch.mul(a, u_y * scale).sub_(y_q)           # (B,)
-        loss = residual.dot(residual) / batch
+        value, key, query = W_V[:, d], W_K[:, :d], W_Q[:, :d]
+        u_y = value @ h                                          # ()
+        a = (xy_t * ((key.T @ query) @ x_t)).sum(0)              # (B,): (X^T y) . M_x x_q
+        residual = (a * (u_y * scale)).sub_(y_q)                 # (B,)
+        loss = residual.dot(residual).div_(batch)
         if any(ctx.needs_input_grad[:4]):
             g = residual.mul_(2.0 * scale / batch)               # dL/d(u^T Z M x_q)
             g_uy = g.dot(a)
-            g_M = (xy_t * (g * u_y)) @ x_t.T                     # (d, d)
-            g_W_K, g_W_Q = torch.zeros_like(W_K), torch.zeros_like(W_Q)
-            torch.mm(W_Q[:, :d], g_M.T, out=g_W_K[:, :d])
-            torch.mm(W_K[:, :d], g_M, out=g_W_Q[:, :d])
-            g_W_V = torch.zeros_like(W_V)
-            g_W_V[:, d] = h * g_uy
-            ctx.save_for_backward(g_W_K, g_W_Q, g_W_V, W_V[:, d] * g_uy)
+            g_M = torch.mm(xy_t * g, x_t.T).mul_(u_y)            # dL/dM_x: (d, d)
+            pad = torch.nn.functional.pad                        # zero u_x and m_y columns
+            ctx.save_for_backward(pad(query @ g_M.T, (0, 1)), pad(key @ g_M, (0, 1)),
+                                  pad(torch.outer(h, g_uy[None]), (d, 0)), value * g_uy)
         return loss
 
     @staticmethod

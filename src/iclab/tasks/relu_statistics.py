@@ -18,25 +18,28 @@ fewer random numbers than the prompt (docs/theory.md section 10.2.1):
   c_1 = [r11; g_1; r12], c_2 = [0; g_2; r22] and [0; F_j; 0], and Z = (P~ C)(P~ C)^T,
   P~ = diag(P, 1). The query is x_q = P [-s t_q; r_q], y_q = relu(t_q) + sigma eps_q.
 
-The context noise enters Z only through three numbers (``add_label_noise``). Per prompt that is
-n + 1 normals for t, d for u, 3(d-1) for g_1, g_2 and r_q, Bartlett's (d-1)(d-2)/2 normals and
-d-1 chi-squares, and with noise 3 normals and one chi-square more: at d = 5, n = 20, 47 normals
-and 5 chi-squares against the whole prompt's 131 normals, and no (d, n, B) tensor. The normals
-come in one draw; the chi-squares from NumPy's gamma sampler seeded by ``generator``
-(``iclab.tasks.wishart.chi_square``: half the cost of torch's). Every per-prompt matrix is
-stored batch-last, (d+1, k, B), as in ``iclab.tasks.wishart``. On the CPU at n = 20 the
-saving in random numbers is mostly spent on the small per-prompt operations: a training step
-is only 1.1-1.2x faster than the whole-prompt step (benchmarks/README.md); the gap grows
-with n.
+The context enters only through sum relu(t_i)^2 and sum min(t_i, 0)^2, drawn as two
+chi-squares of a binomial number of degrees of freedom (``relu_context_sums``), and the
+noise only through three numbers and a chi-square (``add_label_noise``). Per prompt that is
+1 normal for t_q, d for u, 3(d-1) for g_1, g_2 and r_q, Bartlett's (d-1)(d-2)/2 normals and
+d-1 chi-squares, two more chi-squares and n random bits for the context, and with noise 3
+normals and one chi-square more: at d = 5, n = 20, 27 normals and 7 chi-squares against the
+whole prompt's 131 normals, whatever n is, and no (d, n, B) tensor. The normals come in one
+torch draw, the rest from NumPy generators seeded by ``generator`` (its gamma sampler costs
+half of torch's). Every per-prompt matrix is stored batch-last, (d+1, k, B), as in
+``iclab.tasks.wishart``. The one-layer LSA held nuisance-free reads even less
+(``iclab.tasks.relu_xy_statistics``).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from iclab.batches import ZStatistics
+from iclab.seeding import numpy_generator
 from iclab.tasks.base import check_batch
-from iclab.tasks.wishart import chi_square, wishart_factor
+from iclab.tasks.wishart import wishart_factor
 
 
 def sample_relu_z_statistics(
@@ -49,21 +52,51 @@ def sample_relu_z_statistics(
     return draw_relu_z(d, n, sigma, batch, generator, dtype)[0]
 
 
+def relu_context_sums(
+    n: int, noisy: bool, batch: int, generator: torch.Generator,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(sum_i relu(t_i)^2, sum_i min(t_i, 0)^2) over n i.i.d. N(0, 1) projections t_i, and
+    with noise the chi2_(n-2) of ``add_label_noise`` (None without noise or for n <= 2): (B,)
+    each, on ``generator``'s device.
+
+    The number K of positive t_i is Binomial(n, 1/2), and given K the two sums are independent
+    chi2_K and chi2_(n-K) (squares of K and n - K half-normals): drawn with NumPy (a generator
+    seeded by ``generator``), K as the number of ones among n random bits (n <= 64, else
+    NumPy's binomial), the chi-squares in one gamma call. Five numbers per prompt for any n,
+    instead of n normals and three passes over them."""
+    rng = numpy_generator(generator)
+    if n <= 64:
+        bits = rng.integers(0, (1 << n) - 1, size=batch, dtype=np.uint64, endpoint=True)
+        positives = np.bitwise_count(bits).astype(np.float64)
+    else:
+        positives = rng.binomial(n, 0.5, size=batch).astype(np.float64)
+    rows = 3 if noisy and n > 2 else 2
+    shapes = np.empty((rows, batch))
+    shapes[0] = positives / 2
+    shapes[1] = (n - positives) / 2
+    if rows == 3:
+        shapes[2] = (n - 2) / 2
+    sums = torch.from_numpy(rng.standard_gamma(shapes)).to(generator.device, dtype).mul_(2)
+    return sums[0], sums[1], sums[2] if rows == 3 else None
+
+
 def relu_z_random_numbers(
     d: int, n: int, sigma: float, batch: int, generator: torch.Generator,
     dtype: torch.dtype = torch.float32,
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor | None],
+           torch.Tensor | None]:
     """Every random number ``draw_relu_z`` uses, in the order it draws them: the normals
-    (n + 1 + d + 3(d-1) + (3 with noise), B) (t, u, g_1, g_2, r_q, noise; min(n, 2) + 1 vectors
-    g for n < 2), Bartlett's factor (d-1, min(d-1, n-2), B) of the rest (None where it is
-    empty) and the noise's chi2_(n-2): (B,) (None for sigma = 0 or n <= 2)."""
+    (1 + d + 3(d-1) + (3 with noise), B) (t_q, u, g_1, g_2, r_q, noise; min(n, 2) + 1 vectors
+    g for n < 2), the context's sums and noise chi-square (``relu_context_sums``) and
+    Bartlett's factor (d-1, min(d-1, n-2), B) of the rest (None where it is empty)."""
     device, k = generator.device, d - 1
     rows, noisy = min(n, 2), sigma > 0
-    count = n + 1 + d + (rows + 1) * k + (3 if noisy else 0)
+    count = 1 + d + (rows + 1) * k + (3 if noisy else 0)
     draws = torch.randn(count, batch, generator=generator, dtype=dtype, device=device)
+    sums = relu_context_sums(n, noisy, batch, generator, dtype)
     rest = wishart_factor(k, n - rows, batch, generator, dtype) if k and n > rows else None
-    chi2 = chi_square([n - 2], batch, generator, dtype)[0] if noisy and n > 2 else None
-    return draws, rest, chi2
+    return draws, sums, rest
 
 
 def draw_relu_z(
@@ -76,9 +109,10 @@ def draw_relu_z(
     device, k, p = generator.device, d - 1, d + 1
     noisy = sigma > 0
     rows = min(n, 2)                                       # the basis vectors q_1 (, q_2)
-    draws, rest, chi2 = relu_z_random_numbers(d, n, sigma, batch, generator, dtype)
-    counts = [n + 1, d, (rows + 1) * k, 3 if noisy else 0]
-    t, direction, flat, noise = torch.split(draws, counts)  # t_i = u^T x_i: (n+1, B), ...
+    draws, (plus, minus, chi2), rest = relu_z_random_numbers(d, n, sigma, batch, generator,
+                                                             dtype)
+    counts = [1, d, (rows + 1) * k, 3 if noisy else 0]
+    t_q, direction, flat, noise = torch.split(draws, counts)  # t_q = u^T x_q: (1, B), ...
     normals = flat.view(rows + 1, k, batch)                # g_1 (, g_2), r_q: (k, B) each
 
     u = direction.div_(direction.square().sum(0).sqrt_())  # (d, B), unit columns
@@ -87,16 +121,13 @@ def draw_relu_z(
     v[0].add_(1.0)
     beta = 2.0 / v.square().sum(0)                         # P = I - beta v v^T
 
-    context = t[:n]
-    positive = context.relu()                              # relu(t_i): the noiseless labels
-    plus = positive.square().sum(0)                        # sum relu(t_i)^2 = -s a.relu(t)
-    minus = (context - positive).square_().sum(0)          # sum over t_i < 0 of t_i^2
+    # plus = sum relu(t_i)^2 = -s a.relu(t), minus = sum over t_i < 0 of t_i^2
     r11 = (plus + minus).sqrt_()                           # |a|
-    a_y, y_y = plus.clone(), plus.clone()                  # -s a.y and |y|^2 without noise
-    y_q = t[n].relu()
+    a_y, y_y = plus, plus                                  # -s a.y and |y|^2 without noise
+    y_q = t_q[0].relu()
     if noisy:
-        a_y, y_y, y_q = add_label_noise(plus, minus, a_y, y_y, y_q, noise, chi2, n, sigma)
-    r12 = a_y.mul_(-s).div_(r11)                           # a.y / |a|
+        a_y, y_y, y_q = add_label_noise(plus, minus, y_q, noise, chi2, n, sigma)
+    r12 = (a_y * -s).div_(r11)                             # a.y / |a|
     r22 = (y_y - r12.square()).clamp_(min=0.0).sqrt_()
 
     columns = rows + (0 if rest is None else rest.shape[1])
@@ -108,7 +139,7 @@ def draw_relu_z(
         C[d, 1] = r22
     if rest is not None:
         C[1:d, rows:] = rest
-    query = torch.cat([(t[n] * -s)[None], normals[rows]])  # [-s t_q; r_q]: (d, B)
+    query = torch.cat([t_q * -s, normals[rows]])           # [-s t_q; r_q]: (d, B)
 
     C[:d].sub_(v[:, None] * ((v[:, None] * C[:d]).sum(0) * beta))     # P applied to columns
     x_q = query.sub_(v * ((v * query).sum(0) * beta))
@@ -119,12 +150,12 @@ def draw_relu_z(
 
 
 def add_label_noise(
-    plus: torch.Tensor, minus: torch.Tensor, a_y: torch.Tensor, y_y: torch.Tensor,
-    y_q: torch.Tensor, normals: torch.Tensor, chi2: torch.Tensor | None, n: int, sigma: float,
+    plus: torch.Tensor, minus: torch.Tensor, y_q: torch.Tensor, normals: torch.Tensor,
+    chi2: torch.Tensor | None, n: int, sigma: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(t.y, |y|^2, y_q) with the noise added, all (B,), updated in place (t.y = -s a.y),
-    from three normals (``normals``: (3, B)) and, for n > 2, one chi2_(n-2) per prompt
-    (``chi2``: (B,)).
+    """(t.y, |y|^2, y_q) with the noise: new (B,) tensors for t.y = -s a.y and |y|^2, and y_q
+    updated in place, from three normals (``normals``: (3, B)) and, for n > 2, one
+    chi2_(n-2) per prompt (``chi2``: (B,)). Without noise t.y = |y|^2 = ``plus``.
 
     The context noise eps ~ N(0, I_n) enters only through its products with relu(t) and with
     min(t, 0), two orthogonal vectors of squared lengths ``plus`` and ``minus``, and through
@@ -132,15 +163,16 @@ def add_label_noise(
     |eps|^2 = alpha^2 + beta^2 + chi2_(n-2) with alpha, beta ~ N(0, 1) and the chi-square
     independent (the noise in the rest of R^n). Where plus = 0 (no t_i > 0), alpha enters
     nowhere else and alpha^2 is the extra chi2_1 of the larger rest; likewise beta where
-    minus = 0. For n = 1, eps = alpha or beta, whichever of plus, minus is not 0."""
+    minus = 0. For n = 1, eps = alpha or beta, whichever of plus, minus is not 0. So
+    t.y = sqrt(plus) (sqrt(plus) + sigma alpha) + sigma sqrt(minus) beta and, for n >= 2,
+    |y|^2 = (sqrt(plus) + sigma alpha)^2 + sigma^2 (beta^2 + chi2_(n-2))."""
     alpha, beta, query_noise = normals[0], normals[1], normals[2]
-    if n == 1:
-        noise_sq = torch.where(plus > 0, alpha, beta).square_()
+    root = plus.sqrt()
+    shifted = torch.add(root, alpha, alpha=sigma)                    # sqrt(plus) + sigma alpha
+    t_y = torch.mul(root, shifted).addcmul_(minus.sqrt(), beta, value=sigma)
+    if n == 1:                                  # y = sqrt(plus) + sigma alpha or -sigma beta
+        y_y = torch.where(plus > 0, shifted, beta * sigma).square_()
     else:
-        noise_sq = torch.addcmul(alpha.square(), beta, beta)
-        if chi2 is not None:
-            noise_sq += chi2
-    along_plus, along_minus = plus.sqrt() * alpha, minus.sqrt() * beta
-    a_y = a_y.add_(along_plus + along_minus, alpha=sigma)            # -s a.y: a = -s t
-    y_y = y_y.add_(along_plus, alpha=2 * sigma).add_(noise_sq, alpha=sigma**2)
-    return a_y, y_y, y_q.add_(query_noise, alpha=sigma)
+        rest = beta.square() if chi2 is None else torch.addcmul(chi2, beta, beta)
+        y_y = shifted.square_().add_(rest, alpha=sigma**2)
+    return t_y, y_y, y_q.add_(query_noise, alpha=sigma)

@@ -8,11 +8,13 @@ y_i = relu(t_i) + sigma eps_i depend on t and the noise only, so
 
     X^T y = (t.y) u + sum_i y_i w_i,    sum_i y_i w_i | (t, eps) ~ |y| (I - u u^T) h,
 
-with h ~ N(0, I_d) independent. t.y and |y|^2 need only sum relu(t_i)^2, sum min(t_i, 0)^2
-and, with noise, three normals and a chi-square (``add_label_noise``, as for Z). The query is
-drawn as it is: x_q ~ N(0, I_d), y_q = relu(u^T x_q) + sigma eps_q. Per prompt that is n + 3d
-normals, and with noise 3 more and one chi-square: 38 and 1 at d = 5, n = 20, against 131
-normals for the prompt and 47 normals and 5 chi-squares for Z.
+with h ~ N(0, I_d) independent. t.y and |y|^2 need only sum relu(t_i)^2 and
+sum min(t_i, 0)^2 (``relu_context_sums``: two chi-squares of a binomial number of degrees of
+freedom) and, with noise, three normals and a chi-square (``add_label_noise``, as for Z). The
+query is drawn as it is: x_q ~ N(0, I_d), y_q = relu(u^T x_q) + sigma eps_q. Per prompt that
+is 3d normals, n random bits and two chi-squares, and with noise 3 normals and one chi-square
+more: 18 normals and 3 chi-squares at d = 5, n = 20, whatever n is, against 131 normals for
+the prompt and 27 normals and 7 chi-squares for Z.
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ import torch
 
 from iclab.batches import XYStatistics
 from iclab.tasks.base import check_batch
-from iclab.tasks.relu_statistics import add_label_noise
-from iclab.tasks.wishart import chi_square
+from iclab.tasks.relu_statistics import add_label_noise, relu_context_sums
 
 
 def sample_relu_xy_statistics(
@@ -38,15 +39,14 @@ def sample_relu_xy_statistics(
 def relu_xy_random_numbers(
     d: int, n: int, sigma: float, batch: int, generator: torch.Generator,
     dtype: torch.dtype = torch.float32,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]]:
     """Every random number ``draw_relu_xy`` uses, in its order: the normals
-    (n + 3d + (3 with noise), B) (t, u, h, x_q, noise) and the noise's chi2_(n-2): (B,) (None
-    for sigma = 0 or n <= 2)."""
+    (3d + (3 with noise), B) (u, h, x_q, noise) and the context's sums and noise chi-square
+    (``relu_context_sums``)."""
     noisy = sigma > 0
-    count = n + 3 * d + (3 if noisy else 0)
+    count = 3 * d + (3 if noisy else 0)
     draws = torch.randn(count, batch, generator=generator, dtype=dtype, device=generator.device)
-    chi2 = chi_square([n - 2], batch, generator, dtype)[0] if noisy and n > 2 else None
-    return draws, chi2
+    return draws, relu_context_sums(n, noisy, batch, generator, dtype)
 
 
 def draw_relu_xy(
@@ -57,19 +57,14 @@ def draw_relu_xy(
     sigma = 0, u^T X^T y = |y|^2 and y_q = relu(u^T x_q) hold exactly)."""
     check_batch(batch)
     noisy = sigma > 0
-    draws, chi2 = relu_xy_random_numbers(d, n, sigma, batch, generator, dtype)
-    counts = [n, d, d, d, 3 if noisy else 0]
-    context, direction, h, x_q, noise = torch.split(draws, counts)   # (n, B), (d, B) x 3, ...
+    draws, (plus, minus, chi2) = relu_xy_random_numbers(d, n, sigma, batch, generator, dtype)
+    direction, h, x_q, noise = torch.split(draws, [d, d, d, 3 if noisy else 0])  # (d, B) ...
 
     u = direction.div_(direction.square().sum(0).sqrt_())          # (d, B), unit columns
-    positive = context.relu()                                      # relu(t_i)
-    plus = positive.square().sum(0)                                # sum relu(t_i)^2
     y_q = (u * x_q).sum(0).relu_()
     if noisy:
-        minus = (context - positive).square_().sum(0)              # sum min(t_i, 0)^2
-        t_y, y_y, y_q = add_label_noise(plus, minus, plus.clone(), plus.clone(), y_q, noise,
-                                        chi2, n, sigma)
-        y_norm = y_y.clamp_(min=0.0).sqrt_()                       # |y|
+        t_y, y_y, y_q = add_label_noise(plus, minus, y_q, noise, chi2, n, sigma)
+        y_norm = y_y.sqrt_()                                       # |y|
     else:
         t_y, y_norm = plus, plus.sqrt()                            # t.y = |y|^2 = plus
     along = t_y - (u * h).sum(0) * y_norm                          # (B,)
