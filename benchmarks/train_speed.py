@@ -22,6 +22,11 @@ loop draws the same law, and a third runner times drawing the prompts' random nu
 (``draws_step``): no whole-prompt step that draws them from torch's generator can beat the
 plain loop by more than the ratio of the two (``speedup_bound``).
 
+For relu (trained on statistics: X^T y for the default nuisance-free model, else Z) two more
+runners time a floor: only the random numbers that sampler draws, and the update on one batch
+drawn once (loss, gradients, Adam, learning rate). Their sum bounds any step that draws those
+numbers and takes that update (``statistics_speedup_bound``).
+
 Each timing is the median over ``--steps`` x ``--repeats`` steps after ``--warmup`` steps; the
 runners take turns every ten steps, so that a change in the machine's load hits all of them
 alike. ``--ratio-n N2`` also times iclab's step at n = N2 and prints time(N2) / time(N).
@@ -57,9 +62,10 @@ from iclab.seeding import make_generator
 from iclab.tasks.covariate_laws import parse_law
 from iclab.tasks.registry import FamilyRegistry
 from iclab.tasks.relu_statistics import relu_z_random_numbers
+from iclab.tasks.relu_xy_statistics import relu_xy_random_numbers
 from iclab.threads import intra_op_threads
 from iclab.training.loop import TRAIN_THREADS, build_model, make_train_step
-from iclab.training.objective import make_objective
+from iclab.training.objective import loss_on_statistics, make_objective
 
 Step = Callable[[int], object]
 
@@ -92,9 +98,9 @@ def config_step(config: TrainConfig) -> Step:
     return make_train_step(config, optimizer, objective, model.gradient_masks())
 
 
-def fixed_batch_step(config: TrainConfig) -> Step:
+def fixed_batch_step(config: TrainConfig) -> tuple[Step, str]:
     """iclab's step for ``config`` on one batch of statistics drawn once: the update (loss,
-    gradients, masks, Adam, learning rate) without the sampler."""
+    gradients, masks, Adam, learning rate) without the sampler; and the kind of statistics."""
     device = torch.device("cpu")
     task = config.make_task()
     model, optimizer = build_model(config, task, device)
@@ -103,15 +109,17 @@ def fixed_batch_step(config: TrainConfig) -> Step:
         raise ConfigError(f"{task.name!r} and {model.name!r} share no statistics")
     stats = getattr(task, STATISTICS_SAMPLERS[kind])(
         config.optim.batch, make_generator(config.run.seed, "train", 0, device))
-    return make_train_step(config, optimizer, lambda _: model.statistics_loss(stats),
-                           model.gradient_masks())
+    return make_train_step(config, optimizer, lambda _: loss_on_statistics(model, stats),
+                           model.gradient_masks()), kind
 
 
-def relu_z_draws_step(d: int, n: int, batch: int, sigma: float) -> Step:
-    """Only the random numbers relu's Z sampler draws (``relu_z_random_numbers``: its normals,
-    Bartlett's factor and the noise's chi-square)."""
+def relu_draws_step(d: int, n: int, batch: int, sigma: float, kind: str) -> Step:
+    """Only the random numbers relu's sampler of statistics of ``kind`` draws: "xy"
+    (``relu_xy_random_numbers``: its normals and the noise's chi-square) or "wishart"
+    (``relu_z_random_numbers``: its normals, Bartlett's factor and the noise's chi-square)."""
     generator = torch.Generator().manual_seed(0)
-    return lambda _: relu_z_random_numbers(d, n, sigma, batch, generator)
+    draw = relu_xy_random_numbers if kind == "xy" else relu_z_random_numbers
+    return lambda _: draw(d, n, sigma, batch, generator)
 
 
 PromptDraw = Callable[[torch.Generator], tuple[torch.Tensor, ...]]
@@ -316,11 +324,12 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
                                         or args.x_law != "gaussian")
     if whole_prompts:
         runners["draws"] = (draws_step(d, n, batch, sigma, **task), 1)
-    relu_on_z = layers is None and args.family == "relu" and args.x_law == "gaussian"
-    if relu_on_z:
-        runners["z_draws"] = (relu_z_draws_step(d, n, batch, sigma), threads)
-        runners["fixed_batch"] = (fixed_batch_step(TrainConfig.flat(
-            d=d, n=n, sigma=sigma, batch=batch, steps=total, family="relu")), threads)
+    relu_statistics = layers is None and args.family == "relu" and args.x_law == "gaussian"
+    if relu_statistics:
+        fixed, kind = fixed_batch_step(TrainConfig.flat(d=d, n=n, sigma=sigma, batch=batch,
+                                                        steps=total, family="relu"))
+        runners["statistics_draws"] = (relu_draws_step(d, n, batch, sigma, kind), threads)
+        runners["fixed_batch"] = (fixed, threads)
     before = machine()
     medians = measure(runners, args.steps, args.warmup, args.repeats)
     plain_best = min(value for name, value in medians.items()
@@ -344,9 +353,10 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     if whole_prompts:
         result["plain_draws_median_step_seconds"] = medians["draws"]
         result["speedup_bound"] = plain_best / medians["draws"]
-    if relu_on_z:
-        floor = medians["z_draws"] + medians["fixed_batch"]
-        result["z_draws_median_step_seconds"] = medians["z_draws"]
+    if relu_statistics:
+        result["statistics_kind"] = kind
+        floor = medians["statistics_draws"] + medians["fixed_batch"]
+        result["statistics_draws_median_step_seconds"] = medians["statistics_draws"]
         result["fixed_batch_median_step_seconds"] = medians["fixed_batch"]
         result["statistics_speedup_bound"] = plain_best / floor
     return result
@@ -371,10 +381,11 @@ def report(result: dict[str, Any]) -> str:
         draws = ms * result["plain_draws_median_step_seconds"]
         lines.append(f"  random numbers only   {draws:8.3f} ms  (a whole-prompt step drawing "
                      f"them can be at most {result['speedup_bound']:.1f}x faster)")
-    if "z_draws_median_step_seconds" in result:
-        z_draws = ms * result["z_draws_median_step_seconds"]
+    if "statistics_draws_median_step_seconds" in result:
+        draws = ms * result["statistics_draws_median_step_seconds"]
         fixed = ms * result["fixed_batch_median_step_seconds"]
-        lines.append(f"  Z sampler's random numbers only {z_draws:.3f} ms + the update on a "
+        lines.append(f"  the {result['statistics_kind']} sampler's random numbers only "
+                     f"{draws:.3f} ms + the update on a "
                      f"fixed batch {fixed:.3f} ms (a step drawing those numbers and taking "
                      f"that update can be at most {result['statistics_speedup_bound']:.1f}x "
                      f"faster)")

@@ -101,6 +101,35 @@ def test_the_kind_trained_on_follows_the_model_state() -> None:
     assert shared_statistics_kind(relu, held) == "xy"
     assert shared_statistics_kind(relu, LinearSelfAttention) == "wishart"
     assert shared_statistics_kind(gaussian, held) == "bartlett"
-    objective = make_objective(relu, held.float(), "statistics", 32, 0, torch.device("cpu"))
-    loss = objective(0)
-    assert loss.shape == () and loss.requires_grad
+
+
+
+@pytest.mark.parametrize("held", [True, False])
+def test_the_training_objective_stores_the_gradients_autograd_would(held: bool) -> None:
+    """The statistics objective takes the model's own gradients (``statistics_loss_and_
+    gradients``): it returns the loss detached, with each parameter's ``.grad`` equal to
+    autograd's gradient of ``statistics_loss`` on the same batch (X^T y when held
+    nuisance-free, Z otherwise); a step through ``take_step`` is autograd's step."""
+    relu = ReluTask(3, 6, 0.2)
+    model = nuisance_free_lsa(3) if held else random_lsa(3)
+    objective = make_objective(relu, model, "statistics", 64, 0, torch.device("cpu"))
+    loss = objective(4)
+    assert loss.shape == () and not loss.requires_grad
+    stats = relu.sample_xy_statistics(64, make_generator(0, "train", 4)) if held else \
+        relu.sample_z_statistics(64, make_generator(0, "train", 4))    # float32, as trained
+    reference = model.statistics_loss(stats)
+    torch.testing.assert_close(loss, reference.detach(), rtol=1e-12, atol=0.0)
+    expected = torch.autograd.grad(reference, list(model.parameters()))
+    for param, grad in zip(model.parameters(), expected, strict=True):
+        assert param.grad is not None
+        torch.testing.assert_close(param.grad, grad, rtol=1e-10, atol=1e-13)
+
+
+def test_gradients_without_autograd_only_where_the_model_has_them() -> None:
+    """Z with the query's own term and the Bartlett statistics are left to autograd."""
+    xy, Z = both_statistics(3, 5, 0.2, 8)
+    assert random_lsa(3, attend_query=True).statistics_loss_and_gradients(Z) is None
+    gaussian = LinearGaussian(3, 5, 0.2).sample_statistics(8, make_generator(0, "g"), F64)
+    assert random_lsa(3).statistics_loss_and_gradients(gaussian) is None
+    with pytest.raises(ConfigError, match="u_x = 0 and m_y = 0"):
+        random_lsa(3).statistics_loss_and_gradients(xy)

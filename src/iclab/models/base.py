@@ -109,6 +109,14 @@ class Model(nn.Module):
         loss: torch.Tensor = (self.forward_statistics(stats) - stats.y_q).square().mean()
         return loss
 
+    def statistics_loss_and_gradients(
+        self, stats: Any
+    ) -> tuple[torch.Tensor, list[tuple[nn.Parameter, torch.Tensor]]] | None:
+        """``statistics_loss`` (detached) and the gradient of each parameter, worked out
+        without autograd, or None (the default) where the model leaves them to autograd. The
+        trainer asks this first and backpropagates ``statistics_loss`` only on None."""
+        return None
+
     def exact_loss(self, task: Any) -> torch.Tensor:
         """The exact population loss on a Gaussian family (``has_exact_loss`` models)."""
         raise NotImplementedError(f"model {self.name} has no exact population loss")

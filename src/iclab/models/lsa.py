@@ -28,8 +28,8 @@ from iclab.fields import setting
 from iclab.models.base import Model
 from iclab.models.lsa_prompts import prompts_prediction
 from iclab.models.lsa_statistics import statistics_prediction
-from iclab.models.lsa_xy_loss import xy_statistics_loss
-from iclab.models.lsa_z_loss import z_statistics_loss
+from iclab.models.lsa_xy_loss import xy_statistics_loss, xy_statistics_loss_and_gradients
+from iclab.models.lsa_z_loss import z_statistics_loss, z_statistics_loss_and_gradients
 from iclab.models.readout import LinearReadout
 from iclab.tasks.base import nuisance_free_optimum
 
@@ -314,6 +314,24 @@ class LinearSelfAttention(Model):
         if isinstance(stats, ZStatistics) and not self.options.attend_query:
             return z_statistics_loss(self.W_K, self.W_Q, self.W_V, self.h, stats, scale)
         return super().statistics_loss(stats)
+
+    def statistics_loss_and_gradients(
+        self, stats: GaussianStatistics | ZStatistics | XYStatistics
+    ) -> tuple[torch.Tensor, list[tuple[nn.Parameter, torch.Tensor]]] | None:
+        """On ``XYStatistics``, and on ``ZStatistics`` without the query's own term: the loss
+        and the gradients of W_K, W_Q, W_V and h from the same arithmetic as
+        ``statistics_loss``, without autograd (about half the time of a training step's
+        update here); None otherwise."""
+        scale = 1.0 / stats.n if self.options.normalise else 1.0
+        weights = (self.W_K, self.W_Q, self.W_V, self.h)
+        if isinstance(stats, XYStatistics):
+            self._require_nuisance_free()
+            loss, grads = xy_statistics_loss_and_gradients(*weights, stats, scale)
+        elif isinstance(stats, ZStatistics) and not self.options.attend_query:
+            loss, grads = z_statistics_loss_and_gradients(*weights, stats, scale)
+        else:
+            return None
+        return loss, list(zip(weights, grads, strict=True))
 
     def _require_nuisance_free(self) -> None:
         if not getattr(self, "_nuisance_free", False):

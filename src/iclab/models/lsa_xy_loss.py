@@ -21,11 +21,37 @@ from typing import Any
 import torch
 
 from iclab.batches import XYStatistics
+from iclab.models.lsa_z_loss import Gradients
+
+
+def xy_loss_and_gradients(
+    W_K: torch.Tensor, W_Q: torch.Tensor, W_V: torch.Tensor, h: torch.Tensor,
+    xy_t: torch.Tensor, x_t: torch.Tensor, y_q: torch.Tensor, scale: float,
+    gradients: bool = True,
+) -> tuple[torch.Tensor, Gradients | None]:
+    """The loss () and, if asked, its gradients (module docstring), from W_K, W_Q: (k, d+1),
+    W_V: (m, d+1), h: (m,), xy_t, x_t: (d, B) (X^T y and the queries, transposed), y_q: (B,)
+    and the scale c. Plain tensor arithmetic: call it without autograd recording
+    (``torch.no_grad``) or through ``xy_statistics_loss``."""
+    d, batch = x_t.shape
+    value, key, query = W_V[:, d], W_K[:, :d], W_Q[:, :d]
+    u_y = value @ h                                              # ()
+    a = (xy_t * ((key.T @ query) @ x_t)).sum(0)                  # (B,): (X^T y) . M_x x_q
+    residual = (a * (u_y * scale)).sub_(y_q)                     # (B,)
+    loss = residual.dot(residual).div_(batch)
+    if not gradients:
+        return loss, None
+    g = residual.mul_(2.0 * scale / batch)                       # dL/d(u^T Z M x_q)
+    g_uy = g.dot(a)
+    g_M = torch.mm(xy_t * g, x_t.T).mul_(u_y)                    # dL/dM_x: (d, d)
+    pad = torch.nn.functional.pad                                # zero u_x and m_y columns
+    return loss, (pad(query @ g_M.T, (0, 1)), pad(key @ g_M, (0, 1)),
+                  pad(torch.outer(h, g_uy[None]), (d, 0)), value * g_uy)
 
 
 class _XYStatisticsLoss(torch.autograd.Function):
-    """L: () from W_K, W_Q: (k, d+1), W_V: (m, d+1), h: (m,), xy_t, x_t: (d, B) (X^T y and
-    the queries, transposed), y_q: (B,) and the scale c."""
+    """``xy_loss_and_gradients`` as one autograd node: the backward scales the gradients the
+    forward stored."""
 
     @staticmethod
     def forward(
@@ -39,19 +65,10 @@ class _XYStatisticsLoss(torch.autograd.Function):
         y_q: torch.Tensor,
         scale: float,
     ) -> torch.Tensor:
-        d, batch = x_t.shape
-        value, key, query = W_V[:, d], W_K[:, :d], W_Q[:, :d]
-        u_y = value @ h                                          # ()
-        a = (xy_t * ((key.T @ query) @ x_t)).sum(0)              # (B,): (X^T y) . M_x x_q
-        residual = (a * (u_y * scale)).sub_(y_q)                 # (B,)
-        loss = residual.dot(residual).div_(batch)
-        if any(ctx.needs_input_grad[:4]):
-            g = residual.mul_(2.0 * scale / batch)               # dL/d(u^T Z M x_q)
-            g_uy = g.dot(a)
-            g_M = torch.mm(xy_t * g, x_t.T).mul_(u_y)            # dL/dM_x: (d, d)
-            pad = torch.nn.functional.pad                        # zero u_x and m_y columns
-            ctx.save_for_backward(pad(query @ g_M.T, (0, 1)), pad(key @ g_M, (0, 1)),
-                                  pad(torch.outer(h, g_uy[None]), (d, 0)), value * g_uy)
+        needed = any(ctx.needs_input_grad[:4])
+        loss, grads = xy_loss_and_gradients(W_K, W_Q, W_V, h, xy_t, x_t, y_q, scale, needed)
+        if grads is not None:
+            ctx.save_for_backward(*grads)
         return loss
 
     @staticmethod
@@ -59,6 +76,11 @@ class _XYStatisticsLoss(torch.autograd.Function):
         g_W_K, g_W_Q, g_W_V, g_h = ctx.saved_tensors
         return (g_W_K * grad, g_W_Q * grad, g_W_V * grad, g_h * grad,
                 None, None, None, None)
+
+
+def _inputs(stats: XYStatistics, dtype: torch.dtype
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return stats.xy.to(dtype).T, stats.x_q.to(dtype).T, stats.y_q.to(dtype)
 
 
 def xy_statistics_loss(
@@ -71,9 +93,24 @@ def xy_statistics_loss(
 ) -> torch.Tensor:
     """mean over the batch of (scale u_y (X^T y)^T M_x x_q - y_q)^2: a scalar, one autograd
     node; gradients only through u_y and M_x (module docstring)."""
-    dtype = W_K.dtype
     result: torch.Tensor = _XYStatisticsLoss.apply(  # type: ignore[no-untyped-call]
-        W_K, W_Q, W_V, h, stats.xy.to(dtype).T, stats.x_q.to(dtype).T, stats.y_q.to(dtype),
-        float(scale),
+        W_K, W_Q, W_V, h, *_inputs(stats, W_K.dtype), float(scale)
     )
     return result
+
+
+def xy_statistics_loss_and_gradients(
+    W_K: torch.Tensor,
+    W_Q: torch.Tensor,
+    W_V: torch.Tensor,
+    h: torch.Tensor,
+    stats: XYStatistics,
+    scale: float = 1.0,
+) -> tuple[torch.Tensor, Gradients]:
+    """``xy_statistics_loss`` (detached) and its gradients in W_K, W_Q, W_V, h, without
+    autograd: what a training step needs, at a fraction of autograd's overhead."""
+    with torch.no_grad():
+        loss, grads = xy_loss_and_gradients(W_K, W_Q, W_V, h, *_inputs(stats, W_K.dtype),
+                                            float(scale))
+    assert grads is not None
+    return loss, grads

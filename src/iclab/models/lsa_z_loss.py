@@ -25,10 +25,37 @@ import torch
 
 from iclab.batches import ZStatistics
 
+Gradients = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+"""Gradients of the loss in W_K, W_Q, W_V and h, in that order."""
+
+
+def z_loss_and_gradients(
+    W_K: torch.Tensor, W_Q: torch.Tensor, W_V: torch.Tensor, h: torch.Tensor, Z: torch.Tensor,
+    x_t: torch.Tensor, y_q: torch.Tensor, scale: float, gradients: bool = True,
+) -> tuple[torch.Tensor, Gradients | None]:
+    """The loss () and, if asked, its gradients (module docstring), from W_K, W_Q: (k, d+1),
+    W_V: (m, d+1), h: (m,), Z: (d+1, (d+1) B) (batch-last, flattened), x_t: (d, B) (the
+    queries transposed), y_q: (B,) and the scale c. Plain tensor arithmetic: call it without
+    autograd recording (``torch.no_grad``) or through ``z_statistics_loss``."""
+    d, batch = x_t.shape
+    u = W_V.T @ h                                                # (d+1,)
+    M = W_K.T @ W_Q[:, :d]                                       # (d+1, d)
+    Mx = M @ x_t                                                 # (d+1, B)
+    Zu = (u @ Z).view(d + 1, batch)                              # (d+1, B): u^T Z
+    residual = (Zu * Mx).sum(0).mul_(scale).sub_(y_q)           # (B,)
+    loss = residual.dot(residual).div_(batch)
+    if not gradients:
+        return loss, None
+    g = residual.mul_(2.0 * scale / batch)                       # dL/d(u^T Z M x_q): (B,)
+    g_M = Zu.mul_(g) @ x_t.T                                     # (d+1, d)
+    g_u = Z @ Mx.mul_(g).view(-1)                                # (d+1,)
+    g_W_Q = torch.nn.functional.pad(W_K @ g_M, (0, 1))           # no gradient in W_Q[:, d]
+    return loss, (W_Q[:, :d] @ g_M.T, g_W_Q, torch.outer(h, g_u), W_V @ g_u)
+
 
 class _ZStatisticsLoss(torch.autograd.Function):
-    """L: () from W_K, W_Q: (k, d+1), W_V: (m, d+1), h: (m,), Z: (d+1, (d+1) B) (batch-last,
-    flattened), x_t: (d, B) (the queries transposed), y_q: (B,) and the scale c."""
+    """``z_loss_and_gradients`` as one autograd node: the backward scales the gradients the
+    forward stored."""
 
     @staticmethod
     def forward(
@@ -42,20 +69,10 @@ class _ZStatisticsLoss(torch.autograd.Function):
         y_q: torch.Tensor,
         scale: float,
     ) -> torch.Tensor:
-        d, batch = x_t.shape
-        u = W_V.T @ h                                            # (d+1,)
-        M = W_K.T @ W_Q[:, :d]                                   # (d+1, d)
-        Mx = M @ x_t                                             # (d+1, B)
-        Zu = (u @ Z).view(d + 1, batch)                          # (d+1, B): u^T Z
-        residual = (Zu * Mx).sum(0).mul_(scale).sub_(y_q)       # (B,)
-        loss = residual.dot(residual) / batch
-        if any(ctx.needs_input_grad[:4]):
-            g = residual.mul_(2.0 * scale / batch)               # dL/d(u^T Z M x_q): (B,)
-            g_M = Zu.mul_(g) @ x_t.T                             # (d+1, d)
-            g_u = Z @ Mx.mul_(g).view(-1)                        # (d+1,)
-            g_W_Q = torch.zeros_like(W_Q)
-            torch.mm(W_K, g_M, out=g_W_Q[:, :d])
-            ctx.save_for_backward(W_Q[:, :d] @ g_M.T, g_W_Q, torch.outer(h, g_u), W_V @ g_u)
+        needed = any(ctx.needs_input_grad[:4])
+        loss, grads = z_loss_and_gradients(W_K, W_Q, W_V, h, Z, x_t, y_q, scale, needed)
+        if grads is not None:
+            ctx.save_for_backward(*grads)
         return loss
 
     @staticmethod
@@ -63,6 +80,14 @@ class _ZStatisticsLoss(torch.autograd.Function):
         g_W_K, g_W_Q, g_W_V, g_h = ctx.saved_tensors
         return (g_W_K * grad, g_W_Q * grad, g_W_V * grad, g_h * grad,
                 None, None, None, None)
+
+
+def _inputs(stats: ZStatistics, dtype: torch.dtype
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Z viewed batch-last (d+1, (d+1) B) (no copy where the sampler stored it so), x_q^T, y_q."""
+    p, batch = stats.Z.shape[1], stats.batch
+    Z = stats.Z.to(dtype).permute(1, 2, 0).reshape(p, p * batch)
+    return Z, stats.x_q.to(dtype).T, stats.y_q.to(dtype)
 
 
 def z_statistics_loss(
@@ -77,10 +102,24 @@ def z_statistics_loss(
 
     u = W_V^T h, M = (W_K^T W_Q)[:, :d] as in ``LinearSelfAttention.effective``; ``stats``'
     Z: (B, d+1, d+1) is read batch-last (a view when the sampler stored it so)."""
-    dtype = W_K.dtype
-    p, batch = stats.Z.shape[1], stats.batch
-    Z = stats.Z.to(dtype).permute(1, 2, 0).reshape(p, p * batch)
     result: torch.Tensor = _ZStatisticsLoss.apply(  # type: ignore[no-untyped-call]
-        W_K, W_Q, W_V, h, Z, stats.x_q.to(dtype).T, stats.y_q.to(dtype), float(scale)
+        W_K, W_Q, W_V, h, *_inputs(stats, W_K.dtype), float(scale)
     )
     return result
+
+
+def z_statistics_loss_and_gradients(
+    W_K: torch.Tensor,
+    W_Q: torch.Tensor,
+    W_V: torch.Tensor,
+    h: torch.Tensor,
+    stats: ZStatistics,
+    scale: float = 1.0,
+) -> tuple[torch.Tensor, Gradients]:
+    """``z_statistics_loss`` (detached) and its gradients in W_K, W_Q, W_V, h, without
+    autograd: what a training step needs, at a fraction of autograd's overhead."""
+    with torch.no_grad():
+        loss, grads = z_loss_and_gradients(W_K, W_Q, W_V, h, *_inputs(stats, W_K.dtype),
+                                           float(scale))
+    assert grads is not None
+    return loss, grads

@@ -190,9 +190,10 @@ def take_step(optimizer: Optimiser, objective: Objective, step: int,
     (deep models meet rare prompts with huge gradients; None: no clipping)."""
     if isinstance(optimizer, ExactLBFGS):
         return optimizer.iterate(objective, step)
-    loss: torch.Tensor = objective(step)
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()  # type: ignore[no-untyped-call]
+    loss: torch.Tensor = objective(step)
+    if loss.requires_grad:     # else the objective has stored the gradients itself
+        loss.backward()  # type: ignore[no-untyped-call]
     for param, mask in masks:  # in place: cheaper than a hook in the autograd graph
         if param.grad is not None:
             param.grad.mul_(mask)

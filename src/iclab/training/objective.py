@@ -3,6 +3,10 @@
 Which path a step takes is asked of the family and the model, never assumed: sufficient
 statistics (``family.statistics`` and ``model.has_statistics``), whole prompts (every model),
 or the exact population loss (``family.gaussian`` and ``model.has_exact_loss``).
+
+An objective returns either a differentiable loss, which the step backpropagates, or, where
+the model works its gradients out itself (``Model.statistics_loss_and_gradients``), a detached
+loss after adding those gradients to the parameters' ``.grad`` as a backward would.
 """
 
 from __future__ import annotations
@@ -20,6 +24,22 @@ from iclab.tasks.base import TaskFamily
 
 Objective = Callable[[int], torch.Tensor]
 """step -> scalar loss on that step's fresh batch."""
+
+
+def loss_on_statistics(model: Model, stats: Any) -> torch.Tensor:
+    """The training loss of ``model`` on one batch of statistics: with the model's own
+    gradients (``statistics_loss_and_gradients``) added to its parameters' ``.grad`` and the
+    loss detached, where it has them and gradients are being recorded; else the differentiable
+    ``statistics_loss``."""
+    if torch.is_grad_enabled():
+        direct = model.statistics_loss_and_gradients(stats)
+        if direct is not None:
+            loss, grads = direct
+            for param, grad in grads:
+                if param.requires_grad:
+                    param.grad = grad if param.grad is None else param.grad + grad
+            return loss
+    return model.statistics_loss(stats)
 
 
 def make_objective(
@@ -41,7 +61,7 @@ def make_objective(
 
         def statistics_loss(step: int) -> torch.Tensor:
             stats = sample_statistics(batch, make_generator(seed, "train", step, device))
-            return model.statistics_loss(stats)
+            return loss_on_statistics(model, stats)
 
         return statistics_loss
     if sampler == "prompts":
