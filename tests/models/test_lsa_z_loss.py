@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from iclab.batches import ZStatistics
+from iclab.models.hand_gradients import without_autograd
 from iclab.models.lsa_z_loss import z_statistics_loss
 from iclab.seeding import make_generator
 from iclab.tasks.relu_statistics import sample_relu_z_statistics
@@ -91,3 +92,13 @@ def test_a_float32_model_reads_float64_statistics() -> None:
     assert loss.dtype == torch.float32
     reference = z_statistics_loss(*[p.double() for p in params], stats)
     torch.testing.assert_close(loss.double(), reference, rtol=1e-5, atol=0.0)
+
+
+def test_a_loss_function_that_gives_no_gradients_when_asked_is_an_error() -> None:
+    weights = tuple(torch.zeros(2, 2) for _ in range(4))
+
+    def broken(*args: object, gradients: bool) -> tuple[torch.Tensor, None]:
+        return torch.zeros(()), None
+
+    with pytest.raises(RuntimeError, match="no gradients"):
+        without_autograd(broken, weights)

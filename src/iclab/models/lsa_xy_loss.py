@@ -1,4 +1,4 @@
-"""The nuisance-free one-layer LSA's training loss on (X^T y, x_q, y_q) as one autograd node.
+"""The nuisance-free one-layer LSA's training loss on (X^T y, x_q, y_q), gradients by hand.
 
 Held at u_x = 0 and m_y = 0 (the ``lsa`` model's nuisance-free start), the one-layer LSA
 predicts yhat = c u_y (X^T y)^T M_x x_q, with u_y = W_V[:, d] . h,
@@ -8,7 +8,8 @@ a = (X^T y) . (M_x x_q): (B,), the error and its gradients come together, in the
     r = c u_y a - y_q,  L = |r|^2 / B,  g = 2 c r / B
     dL/du_y = g . a,  dL/dM_x = (u_y g * X^T y) x_q^T
 
-and on to the weights through u_y and M_x only. The weights that carry u_x and m_y
+and on to the weights through u_y and M_x only (as one autograd node or without autograd,
+``iclab.models.hand_gradients``). The weights that carry u_x and m_y
 (W_V[:, :d], W_K[:, d]) get a zero gradient: the model masks theirs to zero anyway
 (``LinearSelfAttention.gradient_masks``), so this is the masked gradient of the loss on Z
 (``tests/models/test_lsa_xy_loss.py`` checks it against ``iclab.models.lsa_z_loss``).
@@ -16,12 +17,10 @@ and on to the weights through u_y and M_x only. The weights that carry u_x and m
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from iclab.batches import XYStatistics
-from iclab.models.lsa_z_loss import Gradients
+from iclab.models.hand_gradients import Gradients, as_autograd_node, without_autograd
 
 
 def xy_loss_and_gradients(
@@ -49,35 +48,6 @@ def xy_loss_and_gradients(
                   pad(torch.outer(h, g_uy[None]), (d, 0)), value * g_uy)
 
 
-class _XYStatisticsLoss(torch.autograd.Function):
-    """``xy_loss_and_gradients`` as one autograd node: the backward scales the gradients the
-    forward stored."""
-
-    @staticmethod
-    def forward(
-        ctx: Any,
-        W_K: torch.Tensor,
-        W_Q: torch.Tensor,
-        W_V: torch.Tensor,
-        h: torch.Tensor,
-        xy_t: torch.Tensor,
-        x_t: torch.Tensor,
-        y_q: torch.Tensor,
-        scale: float,
-    ) -> torch.Tensor:
-        needed = any(ctx.needs_input_grad[:4])
-        loss, grads = xy_loss_and_gradients(W_K, W_Q, W_V, h, xy_t, x_t, y_q, scale, needed)
-        if grads is not None:
-            ctx.save_for_backward(*grads)
-        return loss
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        g_W_K, g_W_Q, g_W_V, g_h = ctx.saved_tensors
-        return (g_W_K * grad, g_W_Q * grad, g_W_V * grad, g_h * grad,
-                None, None, None, None)
-
-
 def _inputs(stats: XYStatistics, dtype: torch.dtype
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return stats.xy.to(dtype).T, stats.x_q.to(dtype).T, stats.y_q.to(dtype)
@@ -92,11 +62,9 @@ def xy_statistics_loss(
     scale: float = 1.0,
 ) -> torch.Tensor:
     """mean over the batch of (scale u_y (X^T y)^T M_x x_q - y_q)^2: a scalar, one autograd
-    node; gradients only through u_y and M_x (module docstring)."""
-    result: torch.Tensor = _XYStatisticsLoss.apply(  # type: ignore[no-untyped-call]
-        W_K, W_Q, W_V, h, *_inputs(stats, W_K.dtype), float(scale)
-    )
-    return result
+    node (``iclab.models.hand_gradients``)."""
+    return as_autograd_node(xy_loss_and_gradients, (W_K, W_Q, W_V, h),
+                            *_inputs(stats, W_K.dtype), float(scale))
 
 
 def xy_statistics_loss_and_gradients(
@@ -109,8 +77,5 @@ def xy_statistics_loss_and_gradients(
 ) -> tuple[torch.Tensor, Gradients]:
     """``xy_statistics_loss`` (detached) and its gradients in W_K, W_Q, W_V, h, without
     autograd: what a training step needs, at a fraction of autograd's overhead."""
-    with torch.no_grad():
-        loss, grads = xy_loss_and_gradients(W_K, W_Q, W_V, h, *_inputs(stats, W_K.dtype),
-                                            float(scale))
-    assert grads is not None
-    return loss, grads
+    return without_autograd(xy_loss_and_gradients, (W_K, W_Q, W_V, h),
+                            *_inputs(stats, W_K.dtype), float(scale))

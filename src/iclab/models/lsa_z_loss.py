@@ -1,4 +1,4 @@
-"""The one-layer LSA's training loss on Z statistics as one autograd node.
+"""The one-layer LSA's training loss on Z statistics, with its gradients worked out by hand.
 
 On a batch of ``ZStatistics`` (Z = sum_i e_i e_i^T, x_q, y_q) the one-layer LSA without the
 query's own term predicts yhat = c u^T Z M x_q, with u = W_V^T h, M = (W_K^T W_Q)[:, :d] and
@@ -10,23 +10,19 @@ computed together, in the forward, from two passes over Z:
     r = c (Zu . Mx) - y_q,  L = |r|^2 / B,  g = 2 c r / B: (B,)
     dL/dM = (Zu * g) x_q^T,  dL/du = Z viewed (d+1, (d+1) B) times (Mx * g) viewed ((d+1) B)
 
-and the chain to the weights is four small products. The backward only scales the stored
-gradients: a training step costs a dozen tensor operations instead of the graph autograd builds
-for the plain formula (``LinearSelfAttention.forward_statistics``), whose numbers this loss
-reproduces (``tests/models/test_lsa_z_loss.py`` compares both, values and gradients, in
+and the chain to the weights is four small products: a dozen tensor operations instead of the
+graph autograd builds for the plain formula (``LinearSelfAttention.forward_statistics``), used
+as one autograd node or with no autograd at all (``iclab.models.hand_gradients``). Its numbers
+are the plain formula's (``tests/models/test_lsa_z_loss.py`` compares both, values and gradients, in
 float64).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from iclab.batches import ZStatistics
-
-Gradients = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
-"""Gradients of the loss in W_K, W_Q, W_V and h, in that order."""
+from iclab.models.hand_gradients import Gradients, as_autograd_node, without_autograd
 
 
 def z_loss_and_gradients(
@@ -53,35 +49,6 @@ def z_loss_and_gradients(
     return loss, (W_Q[:, :d] @ g_M.T, g_W_Q, torch.outer(h, g_u), W_V @ g_u)
 
 
-class _ZStatisticsLoss(torch.autograd.Function):
-    """``z_loss_and_gradients`` as one autograd node: the backward scales the gradients the
-    forward stored."""
-
-    @staticmethod
-    def forward(
-        ctx: Any,
-        W_K: torch.Tensor,
-        W_Q: torch.Tensor,
-        W_V: torch.Tensor,
-        h: torch.Tensor,
-        Z: torch.Tensor,
-        x_t: torch.Tensor,
-        y_q: torch.Tensor,
-        scale: float,
-    ) -> torch.Tensor:
-        needed = any(ctx.needs_input_grad[:4])
-        loss, grads = z_loss_and_gradients(W_K, W_Q, W_V, h, Z, x_t, y_q, scale, needed)
-        if grads is not None:
-            ctx.save_for_backward(*grads)
-        return loss
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        g_W_K, g_W_Q, g_W_V, g_h = ctx.saved_tensors
-        return (g_W_K * grad, g_W_Q * grad, g_W_V * grad, g_h * grad,
-                None, None, None, None)
-
-
 def _inputs(stats: ZStatistics, dtype: torch.dtype
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Z viewed batch-last (d+1, (d+1) B) (no copy where the sampler stored it so), x_q^T, y_q."""
@@ -98,14 +65,10 @@ def z_statistics_loss(
     stats: ZStatistics,
     scale: float = 1.0,
 ) -> torch.Tensor:
-    """mean over the batch of (scale u^T Z M x_q - y_q)^2: a scalar, one autograd node.
-
-    u = W_V^T h, M = (W_K^T W_Q)[:, :d] as in ``LinearSelfAttention.effective``; ``stats``'
-    Z: (B, d+1, d+1) is read batch-last (a view when the sampler stored it so)."""
-    result: torch.Tensor = _ZStatisticsLoss.apply(  # type: ignore[no-untyped-call]
-        W_K, W_Q, W_V, h, *_inputs(stats, W_K.dtype), float(scale)
-    )
-    return result
+    """mean over the batch of (scale u^T Z M x_q - y_q)^2: a scalar, one autograd
+    node (``iclab.models.hand_gradients``)."""
+    return as_autograd_node(z_loss_and_gradients, (W_K, W_Q, W_V, h),
+                            *_inputs(stats, W_K.dtype), float(scale))
 
 
 def z_statistics_loss_and_gradients(
@@ -118,8 +81,5 @@ def z_statistics_loss_and_gradients(
 ) -> tuple[torch.Tensor, Gradients]:
     """``z_statistics_loss`` (detached) and its gradients in W_K, W_Q, W_V, h, without
     autograd: what a training step needs, at a fraction of autograd's overhead."""
-    with torch.no_grad():
-        loss, grads = z_loss_and_gradients(W_K, W_Q, W_V, h, *_inputs(stats, W_K.dtype),
-                                           float(scale))
-    assert grads is not None
-    return loss, grads
+    return without_autograd(z_loss_and_gradients, (W_K, W_Q, W_V, h),
+                            *_inputs(stats, W_K.dtype), float(scale))
