@@ -186,6 +186,9 @@ def take_step(optimizer: Optimiser, objective: Objective, step: int,
               clip_grad: float | None = None, masks: Masks = ()) -> torch.Tensor:
     """One optimisation step at ``step``; returns the loss it started from (detached).
 
+    The gradients are cleared, then the objective runs: its loss is backpropagated, unless it
+    comes detached with the gradients already stored (``iclab.training.objective``).
+
     ``clip_grad``: rescale the gradient to at most this Euclidean norm before Adam's update
     (deep models meet rare prompts with huge gradients; None: no clipping)."""
     if isinstance(optimizer, ExactLBFGS):
