@@ -1,8 +1,9 @@
 """Seeded random generators derived from (seed, stream, step).
 
-Every random draw in iclab goes through a ``torch.Generator`` made here, so a batch is a pure
-function of the run's seed, the stream's name and the step: resuming a run at step s draws
-exactly what an uninterrupted run drew at step s.
+Every random draw in iclab goes through a ``torch.Generator`` made here (or a NumPy generator
+seeded by one draw from it, ``numpy_generator``), so a batch is a pure function of the run's
+seed, the stream's name and the step: resuming a run at step s draws exactly what an
+uninterrupted run drew at step s.
 """
 
 from __future__ import annotations
