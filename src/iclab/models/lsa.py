@@ -26,10 +26,11 @@ from iclab.batches import GaussianStatistics, XYStatistics, ZStatistics
 from iclab.errors import ConfigError
 from iclab.fields import setting
 from iclab.models.base import Model
+from iclab.models.hand_gradients import LossAndGradients, as_autograd_node, without_autograd
 from iclab.models.lsa_prompts import prompts_prediction
 from iclab.models.lsa_statistics import statistics_prediction
-from iclab.models.lsa_xy_loss import xy_statistics_loss, xy_statistics_loss_and_gradients
-from iclab.models.lsa_z_loss import z_statistics_loss, z_statistics_loss_and_gradients
+from iclab.models.lsa_xy_loss import xy_inputs, xy_loss_and_gradients
+from iclab.models.lsa_z_loss import z_inputs, z_loss_and_gradients
 from iclab.models.readout import LinearReadout
 from iclab.tasks.base import nuisance_free_optimum
 
@@ -307,13 +308,11 @@ class LinearSelfAttention(Model):
         query's own term and on ``XYStatistics``, one autograd node with its gradients worked
         out in the forward (``iclab.models.lsa_z_loss``, ``iclab.models.lsa_xy_loss``), else
         from ``forward_statistics``."""
-        scale = 1.0 / stats.n if self.options.normalise else 1.0
-        if isinstance(stats, XYStatistics):
-            self._require_nuisance_free()        # u_x = 0: the query's own term is 0 too
-            return xy_statistics_loss(self.W_K, self.W_Q, self.W_V, self.h, stats, scale)
-        if isinstance(stats, ZStatistics) and not self.options.attend_query:
-            return z_statistics_loss(self.W_K, self.W_Q, self.W_V, self.h, stats, scale)
-        return super().statistics_loss(stats)
+        hand = self._hand_worked_loss(stats)
+        if hand is None:
+            return super().statistics_loss(stats)
+        compute, data = hand
+        return as_autograd_node(compute, self._weights(), *data)
 
     def statistics_loss_and_gradients(
         self, stats: GaussianStatistics | ZStatistics | XYStatistics
@@ -322,16 +321,29 @@ class LinearSelfAttention(Model):
         and the gradients of W_K, W_Q, W_V and h from the same arithmetic as
         ``statistics_loss``, without autograd (about half the time of a training step's
         update here); None otherwise."""
-        scale = 1.0 / stats.n if self.options.normalise else 1.0
-        weights = (self.W_K, self.W_Q, self.W_V, self.h)
-        if isinstance(stats, XYStatistics):
-            self._require_nuisance_free()
-            loss, grads = xy_statistics_loss_and_gradients(*weights, stats, scale)
-        elif isinstance(stats, ZStatistics) and not self.options.attend_query:
-            loss, grads = z_statistics_loss_and_gradients(*weights, stats, scale)
-        else:
+        hand = self._hand_worked_loss(stats)
+        if hand is None:
             return None
+        compute, data = hand
+        weights = self._weights()
+        loss, grads = without_autograd(compute, weights, *data)
         return loss, list(zip(weights, grads, strict=True))
+
+    def _weights(self) -> tuple[nn.Parameter, nn.Parameter, nn.Parameter, nn.Parameter]:
+        return self.W_K, self.W_Q, self.W_V, self.h
+
+    def _hand_worked_loss(
+        self, stats: GaussianStatistics | ZStatistics | XYStatistics
+    ) -> tuple[LossAndGradients, tuple[object, ...]] | None:
+        """The loss-and-gradients function for these statistics and its data after the
+        weights (``iclab.models.hand_gradients``), or None where autograd is left to it."""
+        scale = 1.0 / stats.n if self.options.normalise else 1.0
+        if isinstance(stats, XYStatistics):
+            self._require_nuisance_free()        # u_x = 0: the query's own term is 0 too
+            return xy_loss_and_gradients, (*xy_inputs(stats, self.W_K.dtype), scale)
+        if isinstance(stats, ZStatistics) and not self.options.attend_query:
+            return z_loss_and_gradients, (*z_inputs(stats, self.W_K.dtype), scale)
+        return None
 
     def _require_nuisance_free(self) -> None:
         if not getattr(self, "_nuisance_free", False):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from iclab.batches import XYStatistics
-from iclab.models.hand_gradients import Gradients, as_autograd_node, without_autograd
+from iclab.models.hand_gradients import Gradients, as_autograd_node
 
 
 def xy_loss_and_gradients(
@@ -48,8 +48,9 @@ def xy_loss_and_gradients(
                   pad(torch.outer(h, g_uy[None]), (d, 0)), value * g_uy)
 
 
-def _inputs(stats: XYStatistics, dtype: torch.dtype
+def xy_inputs(stats: XYStatistics, dtype: torch.dtype
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """X^T y and x_q transposed to (d, B) (views of the sampler's batch-last tensors), y_q."""
     return stats.xy.to(dtype).T, stats.x_q.to(dtype).T, stats.y_q.to(dtype)
 
 
@@ -64,18 +65,4 @@ def xy_statistics_loss(
     """mean over the batch of (scale u_y (X^T y)^T M_x x_q - y_q)^2: a scalar, one autograd
     node (``iclab.models.hand_gradients``)."""
     return as_autograd_node(xy_loss_and_gradients, (W_K, W_Q, W_V, h),
-                            *_inputs(stats, W_K.dtype), float(scale))
-
-
-def xy_statistics_loss_and_gradients(
-    W_K: torch.Tensor,
-    W_Q: torch.Tensor,
-    W_V: torch.Tensor,
-    h: torch.Tensor,
-    stats: XYStatistics,
-    scale: float = 1.0,
-) -> tuple[torch.Tensor, Gradients]:
-    """``xy_statistics_loss`` (detached) and its gradients in W_K, W_Q, W_V, h, without
-    autograd: what a training step needs, at a fraction of autograd's overhead."""
-    return without_autograd(xy_loss_and_gradients, (W_K, W_Q, W_V, h),
-                            *_inputs(stats, W_K.dtype), float(scale))
+                            *xy_inputs(stats, W_K.dtype), float(scale))

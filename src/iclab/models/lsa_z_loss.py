@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from iclab.batches import ZStatistics
-from iclab.models.hand_gradients import Gradients, as_autograd_node, without_autograd
+from iclab.models.hand_gradients import Gradients, as_autograd_node
 
 
 def z_loss_and_gradients(
@@ -49,7 +49,7 @@ def z_loss_and_gradients(
     return loss, (W_Q[:, :d] @ g_M.T, g_W_Q, torch.outer(h, g_u), W_V @ g_u)
 
 
-def _inputs(stats: ZStatistics, dtype: torch.dtype
+def z_inputs(stats: ZStatistics, dtype: torch.dtype
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Z viewed batch-last (d+1, (d+1) B) (no copy where the sampler stored it so), x_q^T, y_q."""
     p, batch = stats.Z.shape[1], stats.batch
@@ -68,18 +68,4 @@ def z_statistics_loss(
     """mean over the batch of (scale u^T Z M x_q - y_q)^2: a scalar, one autograd
     node (``iclab.models.hand_gradients``)."""
     return as_autograd_node(z_loss_and_gradients, (W_K, W_Q, W_V, h),
-                            *_inputs(stats, W_K.dtype), float(scale))
-
-
-def z_statistics_loss_and_gradients(
-    W_K: torch.Tensor,
-    W_Q: torch.Tensor,
-    W_V: torch.Tensor,
-    h: torch.Tensor,
-    stats: ZStatistics,
-    scale: float = 1.0,
-) -> tuple[torch.Tensor, Gradients]:
-    """``z_statistics_loss`` (detached) and its gradients in W_K, W_Q, W_V, h, without
-    autograd: what a training step needs, at a fraction of autograd's overhead."""
-    return without_autograd(z_loss_and_gradients, (W_K, W_Q, W_V, h),
-                            *_inputs(stats, W_K.dtype), float(scale))
+                            *z_inputs(stats, W_K.dtype), float(scale))
