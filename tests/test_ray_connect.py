@@ -18,7 +18,9 @@ from iclab.cli.main import main
 from iclab.errors import ConfigError
 from iclab.experiments.ray_connect import (
     DEFAULT_CONNECT_TIMEOUT,
+    Address,
     check_connect_timeout,
+    connect,
     parse_address,
 )
 from iclab.experiments.sweep import make_executor
@@ -146,6 +148,51 @@ def test_a_port_that_is_not_ray_is_one_line_and_exit_2(tmp_path: Path, silent_po
                                   f"127.0.0.1:{silent_port} within 2 s")
     assert len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_a_ray_client_port_that_is_not_ray_names_the_client_port(
+        tmp_path: Path, silent_port: int) -> None:
+    pytest.importorskip("grpc")
+    done = sweep(tmp_path, "--address", f"ray://127.0.0.1:{silent_port}",
+                 "--connect-timeout", "2")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"iclab: error: no Ray cluster answered at "
+                                  f"ray://127.0.0.1:{silent_port} within 2 s (--connect-timeout); "
+                                  "is that the head node's Ray Client port? If it is, the head's "
+                                  "Ray log ray_client_server.err says why")
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+class SessionRefused:
+    """A stand-in for the ray module whose init fails as Ray Client's does when the head's
+    client server cannot start this driver's server process."""
+
+    def init(self, **options: object) -> None:
+        raise ConnectionAbortedError("Initialization failure from server:\nTraceback (most "
+                                     "recent call last):\nRuntimeError: Starting Ray client "
+                                     "server failed.")
+
+    def shutdown(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("client", [True, False])
+def test_a_ray_client_session_that_fails_to_start_says_where_to_look(
+        silent_port: int, client: bool) -> None:
+    text = f"ray://127.0.0.1:{silent_port}" if client else f"127.0.0.1:{silent_port}"
+    with pytest.raises(ConfigError) as raised:
+        connect(SessionRefused(), Address(text, "127.0.0.1", silent_port, client), timeout=10)
+    message = str(raised.value)
+    assert len(message.splitlines()) == 1
+    if client:
+        assert message.startswith(f"the Ray Client server at {text} could not start a session "
+                                  "for this driver: the head's Ray log ray_client_server.err")
+        assert "GRPC_ENABLE_FORK_SUPPORT=false" in message
+        assert "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S" in message
+    else:  # the same words from a non-client connection are passed on as they are
+        assert message == (f"cannot connect to the Ray cluster at {text}: ConnectionAbortedError: "
+                           "Initialization failure from server:")
 
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -12,7 +12,9 @@ Token authentication (Ray 2.52 and later): a cluster started with ``RAY_AUTH_MOD
 accepts a driver only if it runs with ``RAY_AUTH_MODE=token`` and the cluster's token, in
 ``RAY_AUTH_TOKEN``, in the file named by ``RAY_AUTH_TOKEN_PATH``, or in ``~/.ray/auth_token``.
 A refused token, an address that does not answer, or a port that is not Ray's ends the sweep
-within ``--connect-timeout`` seconds with one line (a ConfigError: exit code 2).
+within ``--connect-timeout`` seconds with one line (a ConfigError: exit code 2); so does a Ray
+Client server that cannot start this driver's session, with where to look and the two known
+causes (a Ray bug in forking that process, a slow start) and how the head avoids them.
 """
 
 from __future__ import annotations
@@ -42,6 +44,13 @@ _GCS_WAIT_ENV = "RAY_gcs_server_port_wait_time_s"  # bounds Ray's own retries (a
 _AUTH_MARKERS = ("Unauthenticated", "InvalidAuthToken", "AuthenticationError")
 _TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
 _COMMON: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+# Ray Client: the head's client server starts one server process per driver (a session)
+_CLIENT_SESSION_FAILED = "Initialization failure from server"
+_CLIENT_SESSION_HINT = (
+    "the head's Ray log ray_client_server.err says why (a session's server that dies as it "
+    "starts is a Ray bug that GRPC_ENABLE_FORK_SUPPORT=false in the environment of "
+    "ray start --head avoids; one that starts slowly needs "
+    "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S above its default of 30 s there)")
 
 
 @dataclass(frozen=True)
@@ -215,7 +224,7 @@ def connect(ray: Any, address: Address, timeout: float) -> None:
         if any(marker in log for marker in _AUTH_MARKERS):
             raise _auth_error(address)
         raise ConfigError(f"no Ray cluster answered {_where(address)} within {timeout:g} s "
-                          "(--connect-timeout); is that the head node's Ray port?")
+                          f"(--connect-timeout); {_which_port(address)}")
     error = outcome[0]
     if error is None:
         return
@@ -225,5 +234,15 @@ def connect(ray: Any, address: Address, timeout: float) -> None:
         raise _auth_error(address)
     if isinstance(error, KeyboardInterrupt):
         raise error
+    if address.client and _CLIENT_SESSION_FAILED in str(error):
+        raise ConfigError(f"the Ray Client server {_where(address)} could not start a session "
+                          f"for this driver: {_CLIENT_SESSION_HINT}")
     raise ConfigError(f"cannot connect to the Ray cluster {_where(address)}: "
                       f"{_one_line(error)}")
+
+
+def _which_port(address: Address) -> str:
+    """The question a connection that timed out ends with."""
+    if not address.client:
+        return "is that the head node's Ray port?"
+    return f"is that the head node's Ray Client port? If it is, {_CLIENT_SESSION_HINT}"
