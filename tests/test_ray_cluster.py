@@ -87,10 +87,10 @@ def environment(**variables: str) -> Iterator[None]:
 # a server process for each client while its gRPC threads run, and with gRPC's fork handlers on
 # that child died at once in 3 of 36 fresh clusters' first connections on a 2-core machine
 # (empty ray_client_server_<port>.err, the driver waiting out its timeout; Ray issue 63202);
-# with them off, in 0 of 100. RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S: how long the head waits for that
-# process (30 s by default; importing Ray there can take longer on a busy machine), below the
-# driver's --connect-timeout in test_ray_client_address so that a failed start is reported by
-# the server rather than timed out by the driver.
+# with them off, in 0 of 100. RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S: how long the head
+# waits for that process (30 s by default; importing Ray there can take longer on a busy
+# machine), below the driver's --connect-timeout in test_ray_client_address so that a failed
+# start is reported by the server rather than timed out by the driver.
 CLUSTER_ENVIRONMENT = {"GRPC_ENABLE_FORK_SUPPORT": "false",
                        "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120"}
 CLIENT_CONNECT_TIMEOUT = "180"
