@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from iclab.batches import Prompts
+from iclab.batches import Prompts, ZStatistics
 from iclab.models.lsa import LinearSelfAttention, LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
@@ -27,6 +27,14 @@ def prompts(d: int, n: int, batch: int = 64, seed: int = 0, sigma: float = 0.5) 
     """Float64 linear Gaussian prompts."""
     task = LinearGaussian(d, n, sigma)
     return task.sample_prompts(batch, make_generator(seed, "test-prompts"), dtype=torch.float64)
+
+
+def z_statistics_of(prompts: Prompts) -> ZStatistics:
+    """Whole prompts reduced token by token: Z = sum_i e_i e_i^T with e_i = (x_i, y_i),
+    Z: (B, d+1, d+1), beside the prompts' queries and labels."""
+    tokens = torch.cat([prompts.X, prompts.y[..., None]], -1)          # (B, n, d+1)
+    return ZStatistics(Z=tokens.transpose(1, 2) @ tokens, x_q=prompts.x_q, y_q=prompts.y_q,
+                       n=int(prompts.X.shape[1]))
 
 
 def random_spd(rng: np.random.Generator, d: int, ridge: float = 0.3) -> np.ndarray:

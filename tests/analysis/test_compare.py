@@ -9,14 +9,13 @@ from iclab.analysis.compare import (
     input_sensitivity_cosine,
     mean_abs_prediction_difference,
 )
-from tests.helpers import prompts, random_lsa
+from tests.helpers import prompts, random_lsa, z_statistics_of
 
 
 def test_lsa_sensitivity_is_M_transposed_Z_u() -> None:
     model = random_lsa(3, seed=1)
     batch = prompts(3, 6, batch=10)
-    E = torch.cat([batch.X, batch.y[..., None]], -1)
-    Z = E.transpose(1, 2) @ E
+    Z = z_statistics_of(batch).Z
     with torch.no_grad():
         u, M = model.effective()
     expected = torch.einsum("ca,bcd,d->ba", M, Z, u)

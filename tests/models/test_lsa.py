@@ -3,11 +3,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.batches import ZStatistics
 from iclab.errors import ConfigError
 from iclab.models.lsa import LinearSelfAttention, LSAOptions
 from iclab.seeding import make_generator
-from tests.helpers import prompts, random_lsa
+from tests.helpers import prompts, random_lsa, z_statistics_of
 
 
 def literal_attention(model: LinearSelfAttention, X: torch.Tensor, y: torch.Tensor,
@@ -47,8 +46,7 @@ def test_forward_equals_u_Z_M_xq() -> None:
     d, n = 4, 5
     model = random_lsa(d)
     batch = prompts(d, n, batch=16)
-    E = torch.cat([batch.X, batch.y[..., None]], -1)
-    Z = E.transpose(1, 2) @ E
+    Z = z_statistics_of(batch).Z
     with torch.no_grad():
         u, M = model.effective()
         expected = torch.einsum("a,bac,cd,bd->b", u, Z, M, batch.x_q)
@@ -66,8 +64,7 @@ def test_the_prediction_from_z_statistics_is_the_literal_attention(
     model = random_lsa(d, normalise=normalise, attend_query=attend_query, key_dim=2,
                        value_dim=5)
     batch = prompts(d, n, batch=8)
-    E = torch.cat([batch.X, batch.y[..., None]], -1)
-    stats = ZStatistics(Z=E.transpose(1, 2) @ E, x_q=batch.x_q, y_q=batch.y_q, n=n)
+    stats = z_statistics_of(batch)
     on_z = model.forward_statistics(stats)
     with torch.no_grad():
         literal = literal_attention(model, batch.X, batch.y, batch.x_q)

@@ -14,7 +14,7 @@ from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask
 from iclab.training.objective import make_objective
-from tests.helpers import random_lsa
+from tests.helpers import random_lsa, z_statistics_of
 
 F64 = torch.float64
 
@@ -29,8 +29,7 @@ def nuisance_free_lsa(d: int, **options: object) -> LinearSelfAttention:
 def both_statistics(d: int, n: int, sigma: float, count: int) -> tuple[XYStatistics,
                                                                         ZStatistics]:
     prompts = ReluTask(d, n, sigma).sample_prompts(count, make_generator(0, "p"), F64)
-    E = torch.cat([prompts.X, prompts.y[..., None]], -1)
-    Z = ZStatistics(Z=E.transpose(1, 2) @ E, x_q=prompts.x_q, y_q=prompts.y_q, n=n)
+    Z = z_statistics_of(prompts)
     xy = XYStatistics(xy=torch.einsum("bnd,bn->bd", prompts.X, prompts.y), x_q=prompts.x_q,
                       y_q=prompts.y_q, n=n)
     return xy, Z

@@ -6,12 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iclab.batches import ZStatistics
 from iclab.models.hand_gradients import without_autograd
 from iclab.models.lsa_z_loss import z_statistics_loss
 from iclab.seeding import make_generator
 from iclab.tasks.relu_statistics import sample_relu_z_statistics
-from tests.helpers import prompts, random_lsa
+from tests.helpers import prompts, random_lsa, z_statistics_of
 from tests.models.test_lsa import literal_attention
 
 F64 = torch.float64
@@ -74,8 +73,7 @@ def test_the_model_loss_on_z_is_the_literal_attention_loss(
     model = random_lsa(d, normalise=normalise, attend_query=attend_query, key_dim=2,
                        value_dim=5)
     batch = prompts(d, n, batch=16)
-    E = torch.cat([batch.X, batch.y[..., None]], -1)
-    stats = ZStatistics(Z=E.transpose(1, 2) @ E, x_q=batch.x_q, y_q=batch.y_q, n=n)
+    stats = z_statistics_of(batch)
     on_z = model.statistics_loss(stats)
     literal = (literal_attention(model, batch.X, batch.y, batch.x_q) - batch.y_q).square().mean()
     torch.testing.assert_close(on_z, literal, rtol=1e-12, atol=0.0)

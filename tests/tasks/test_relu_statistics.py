@@ -14,6 +14,7 @@ from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.nonlinear import ReluTask
 from iclab.tasks.relu_statistics import draw_relu_z, relu_context_sums, sample_relu_z_statistics
+from tests.helpers import z_statistics_of
 
 F64 = torch.float64
 SIZES = [(1, 3, 0.2), (2, 1, 0.0), (2, 1, 0.4), (3, 2, 0.3), (4, 5, 0.5), (5, 20, 0.0), (2, 7, 1.0)]
@@ -71,8 +72,8 @@ def test_moments_match_the_closed_form(d: int, n: int, sigma: float) -> None:
 
 def whole_prompt_z(task: ReluTask, count: int, seed: int) -> tuple[torch.Tensor, ...]:
     prompts = task.sample_prompts(count, make_generator(seed, "whole"), F64)
-    tokens = torch.cat([prompts.X, prompts.y[..., None]], -1)          # (B, n, d+1)
-    return tokens.transpose(1, 2) @ tokens, prompts.x_q, prompts.y_q
+    stats = z_statistics_of(prompts)
+    return stats.Z, stats.x_q, stats.y_q
 
 
 @pytest.mark.parametrize(("d", "n", "sigma"), SIZES)

@@ -14,7 +14,7 @@ from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask
 from iclab.tasks.wishart import chi_square, sample_z_statistics, wishart_factor
-from tests.helpers import random_spd
+from tests.helpers import random_spd, z_statistics_of
 
 F64 = torch.float64
 
@@ -42,8 +42,8 @@ def assert_within(
 
 def prompt_gram(family: LinearGaussian, batch: int, seed: int) -> tuple[torch.Tensor, ...]:
     prompts = family.sample_prompts(batch, make_generator(seed, "test-whole"), F64)
-    tokens = torch.cat([prompts.X, prompts.y[..., None]], -1)
-    return tokens.transpose(1, 2) @ tokens, prompts.x_q, prompts.y_q
+    stats = z_statistics_of(prompts)
+    return stats.Z, stats.x_q, stats.y_q
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 20])
