@@ -32,8 +32,8 @@ from iclab.experiments.ray_connect import (
     start_local,
 )
 from iclab.experiments.remote_run import RemoteResult, RemoteRun, run_remote
-from iclab.experiments.results import RESULT
 from iclab.experiments.run_files import resume_files, write_run_files
+from iclab.training.run_folder import RESULT
 
 TASK_RETRIES = 4
 """How often a task is re-run after its worker process or node died (Ray's max_retries)."""

@@ -16,9 +16,10 @@ from iclab.analysis.evaluate import evaluate
 from iclab.analysis.verdict import judge, judge_depth
 from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
-from iclab.runs.folder import RESULT, check_out_dir, prepare_run_dir, read_result, write_result
+from iclab.runs.folder import check_out_dir, prepare_run_dir, read_result
 from iclab.tasks.registry import FamilyRegistry
 from iclab.training.loop import TrainingDivergedError, fit, resolve_device
+from iclab.training.run_folder import RunFolder
 
 
 def run_training(
@@ -39,7 +40,7 @@ def run_training(
     resolve_device(config.run.device)
     task = config.make_task(families)
     if prepare_run_dir(config, path, restart):
-        return read_result(path)
+        return read_result(path, config=config)
     started = time.perf_counter()
     try:
         trained = fit(config, task, path, progress)
@@ -54,14 +55,16 @@ def run_training(
     result["wall_seconds"] = time.perf_counter() - started
     result["sampler"] = trained.sampler
     try:
-        write_result(path / RESULT, result)
+        return RunFolder(path).write_result(result, config.hash(), trained.checksum)
+    except OSError as error:  # a full disk: atomic_write has removed its temporary file
+        raise ConfigError(f"{path}: cannot write the result "
+                          f"({error.strerror or type(error).__name__})") from None
     except ValueError:  # JSON holds no NaN: the model did not train (weights underflowed to 0)
         bad = [key for key, value in result.items() if not _finite(value)]
         raise TrainingDivergedError(
             f"the trained model's {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not "
             f"finite, so no result is written; check --init-scale and --lr (rerun with "
             f"--restart)") from None
-    return result
 
 
 def _finite(value: Any) -> bool:
