@@ -215,10 +215,9 @@ def test_bad_user_laws_are_refused(user_file: Path, suffix: str) -> None:
     assert "\n" not in str(error.value)
 
 
-def test_user_law_with_wrong_shape_is_refused_when_drawing(user_file: Path) -> None:
-    law = parse_law(f"{user_file}:wrong_shape")
-    with pytest.raises(ConfigError, match="shape"):
-        law.sample_standard((4, 2), make_generator(0, "u"))
+def test_user_law_with_wrong_shape_is_refused_when_loaded(user_file: Path) -> None:
+    with pytest.raises(ConfigError, match=r"must return a tensor of shape \(4, 3, 2\)"):
+        parse_law(f"{user_file}:wrong_shape")
 
 
 def test_missing_module_and_file_are_refused(tmp_path: Path) -> None:

@@ -24,18 +24,23 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 from iclab.batches import shared_statistics_kind
 from iclab.errors import ConfigError
 from iclab.fields import REQUIRED, field_infos, from_flat, setting, to_flat, validate
 from iclab.models.base import Model
+from iclab.models.probe import is_builtin, probe_model
 from iclab.models.registry import ModelRegistry
+from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.registry import FamilyRegistry
 
 SAMPLERS = ("auto", "statistics", "prompts")
 SCHEDULES = ("cosine", "constant")
 DEVICES = ("cpu", "cuda")
+PROBE_PROMPTS = 2
+"""Prompts a user's model is tried on before any work."""
 MEMORY_LIMIT_BYTES = 8 * 1024**3
 """The largest batch of whole prompts (float32) a run may ask for: 8 GiB."""
 
@@ -249,6 +254,7 @@ class TrainConfig:
         probe = getattr(task, "probe", None)
         if callable(probe):  # a user's draw function: called once, so it fails here
             probe(self.run.seed)
+        self._probe_model(task, models)
         if self.optim.sampler == "statistics" and not supports_statistics(task, model_class):
             raise ConfigError(
                 f"sampler statistics needs a family with the sufficient-statistic sampler "
@@ -258,6 +264,16 @@ class TrainConfig:
         if self.optim.exact:
             self._check_exact(task, model_class)
         return self
+
+    def _probe_model(self, task: TaskFamily, models: ModelRegistry | None) -> None:
+        """Try a user's model on two of the task's prompts (``iclab.models.probe``)."""
+        model_class = self.model_class(models)
+        if is_builtin(model_class):
+            return
+        prompts = task.sample_prompts(PROBE_PROMPTS, make_generator(self.run.seed, "probe"),
+                                      torch.float64)
+        probe_model(model_class, self.model_name, self.task.d, self.task.n, self.model, task,
+                    prompts, make_generator(self.run.seed, "probe-init"))
 
     def _law_note(self) -> str:
         """", x_law ..." / ", correlated contexts" where the linear family has them."""
