@@ -147,6 +147,36 @@ class ClaimKind:
                      spec.tolerance, spec.section, spec.group, site.label, tolerance_label)
 
 
+def check_claim_kind(kind: Any) -> None:
+    """ConfigError with one line unless ``kind`` is a ClaimKind instance with a name, options
+    of allowed string values, a statement for each option value, ClaimParameter parameters
+    (unless it words its own ``statement``) and its own ``check`` or ``check_site``."""
+    if not isinstance(kind, ClaimKind):
+        raise ConfigError(f"a claim kind must be a ClaimKind instance, got {kind!r}")
+    name = kind.name
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"claim kind {name!r}: its name must be a non-empty string")
+    options, statements = kind.options, kind.statements
+    if not isinstance(options, dict) or not all(
+            isinstance(key, str) and isinstance(values, tuple) and values
+            and all(isinstance(v, str) for v in values) for key, values in options.items()):
+        raise ConfigError(f"claim kind {name!r}: options must map names to non-empty tuples "
+                          f"of strings")
+    wanted = [value for values in options.values() for value in values] or [""]
+    own = type(kind)
+    if own.statement is ClaimKind.statement and (not isinstance(statements, dict) or not all(
+            isinstance(statements.get(value), str) for value in wanted)):
+        raise ConfigError(f"claim kind {name!r}: statements must hold a string for each of "
+                          f"{wanted}")
+    if not isinstance(kind.parameters, dict) or not all(
+            isinstance(p, ClaimParameter) for p in kind.parameters.values()):
+        raise ConfigError(f"claim kind {name!r}: parameters must map names to "
+                          f"ClaimParameter objects")
+    if own.check is ClaimKind.check and own.check_site is ClaimKind.check_site:
+        raise ConfigError(f"claim kind {name!r} must define check_site (one claim per site) "
+                          f"or check (claims over the whole group)")
+
+
 class ClaimRegistry:
     """Claim kinds by name: the built-ins (unless ``builtins=False``) and those registered."""
 
@@ -162,8 +192,10 @@ class ClaimRegistry:
         return tuple(self._kinds)
 
     def register(self, kind: ClaimKind) -> None:
-        if not kind.name or kind.name in self._kinds:
-            raise ConfigError(f"claim kind {kind.name!r} is empty or already registered")
+        """Add ``kind`` after checking what it declares (``check_claim_kind``)."""
+        check_claim_kind(kind)
+        if kind.name in self._kinds:
+            raise ConfigError(f"claim kind {kind.name!r} is already registered")
         self._kinds[kind.name] = kind
 
     def get(self, name: str) -> ClaimKind:
@@ -184,5 +216,18 @@ def evaluate_claims(
     claims: list[Claim] = []
     for claim_spec in spec.claims:
         group_sites = sites(spec, records, claim_spec.group)
-        claims.extend(kinds.get(claim_spec.kind).check(claim_spec, group_sites, context))
+        kind = kinds.get(claim_spec.kind)
+        try:
+            checked = kind.check(claim_spec, group_sites, context)
+        except ConfigError:
+            raise
+        except Exception as error:  # a user's kind: reported in one line, not raised
+            if type(kind).__module__.split(".")[0] == "iclab":
+                raise
+            text = " ".join(str(error).split())[:160]
+            raise ConfigError(f"claim kind {kind.name!r} failed on group {claim_spec.group!r} "
+                              f"({type(error).__name__}: {text})") from None
+        if not all(isinstance(claim, Claim) for claim in checked):
+            raise ConfigError(f"claim kind {kind.name!r}: check must return Claim objects")
+        claims.extend(checked)
     return claims

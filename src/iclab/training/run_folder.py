@@ -30,11 +30,11 @@ from typing import Any
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from iclab.errors import ConfigError
 from iclab.io import atomic_write, atomic_write_json, read_json
-from iclab.training.checkpoint import tensor_digest
+from iclab.training.checkpoint import tensor_digest, write_tensors
 
 CONFIG, METRICS, RESULT = "config.json", "metrics.jsonl", "result.json"
 CHECKPOINT, MODEL = "checkpoint.safetensors", "model.safetensors"
@@ -178,7 +178,7 @@ class RunFolder:
         # one metadata key: safetensors writes several in a random order, and the file must be
         # the same bytes whenever the run is (resumed or not)
         metadata = {MODEL_METADATA: json.dumps({"config": config_json, "checksum": checksum})}
-        atomic_write(self.model, lambda tmp: save_file(state, str(tmp), metadata=metadata))
+        write_tensors(self.model, state, metadata)
         return checksum
 
     def read_model(self) -> tuple[dict[str, torch.Tensor], dict[str, Any] | None]:
