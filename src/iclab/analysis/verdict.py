@@ -70,9 +70,11 @@ def judge(result: dict[str, Any], linear: bool = True,
     se_model = _finite(result.get("test_loss_stderr"))
     se_star = _finite(result.get("loss_star_stderr") or 0.0)
     evidence: dict[str, Any] = {"z_limit": VERDICT_Z, "loss_resolution": LOSS_RESOLUTION}
-    if loss is None or star is None or se_model is None or se_star is None or star <= 0:
+    if loss is None or star is None or se_model is None or se_star is None or star <= 0 \
+            or se_model < 0 or se_star < 0:
         evidence["reason"] = "the test loss, the reference loss or a standard error is not " \
-                             "a finite number (or the reference is not positive)"
+                             "a finite number (or the reference is not positive, or a " \
+                             "standard error negative)"
         return _verdict(UNDETERMINED, 0.0, reference_name, evidence)
     se = math.hypot(se_model, se_star)
     excess = loss - star

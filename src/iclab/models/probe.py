@@ -33,7 +33,7 @@ def _one_line(error: BaseException) -> str:
 def _call(name: str, what: str, function: Any, *args: Any) -> Any:
     try:
         return function(*args)
-    except Exception as error:  # the user's code: any failure is reported, not raised
+    except (Exception, SystemExit) as error:  # the user's code: reported, not raised
         raise ConfigError(f"model {name!r}: {what} failed ({_one_line(error)})") from None
 
 

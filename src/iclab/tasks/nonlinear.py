@@ -227,7 +227,7 @@ class FunctionTask(DrawnTask):
         family) when the function fails or returns anything else."""
         try:
             values = self.draw(inputs, generator)
-        except Exception as error:  # the user's code: any failure is reported, not raised
+        except (Exception, SystemExit) as error:  # the user's code: reported, not raised
             first = (str(error).strip().splitlines() or [""])[0][:160]
             raise ConfigError(f"family {self.name}: draw(inputs, generator) failed "
                               f"({type(error).__name__}: {first})") from None

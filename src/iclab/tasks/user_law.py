@@ -109,7 +109,7 @@ def check_law(law: UserLaw) -> None:
             values = law.sample_standard(shape, make_generator(0, "law-probe"), dtype)
         except ConfigError:
             raise
-        except Exception as error:  # the user's code: any failure is reported, not raised
+        except (Exception, SystemExit) as error:  # the user's code: reported, not raised
             raise ConfigError(f"{name}: draw(shape, generator, dtype) failed "
                               f"({type(error).__name__}: {_one_line(error)[:160]})") from None
         if values.is_complex() or not values.dtype.is_floating_point:
