@@ -105,4 +105,4 @@ def certify_command(
     report = certify_run(Path(run_dir), fit_prompts, test_prompts, seed)
     report["verdict"] = verdict(report)
     report["verdict_needs"] = EVIDENCE_NEEDED
-    click.echo(json.dumps(report) if as_json else format_report(report))
+    click.echo(json.dumps(report, allow_nan=False) if as_json else format_report(report))

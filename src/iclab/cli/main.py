@@ -130,7 +130,7 @@ def _run(args: list[str]) -> int:
     _import_libraries()
     import click
 
-    from iclab.errors import ConfigError
+    from iclab.errors import ConfigError, NotFiniteError
     from iclab.experiments.claims import ClaimsNotHeldError
     from iclab.experiments.sweep import SweepError
     from iclab.training.loop import TrainingDivergedError
@@ -146,7 +146,7 @@ def _run(args: list[str]) -> int:
         return 2
     except ConfigError as error:
         return _fail(str(error), 2)
-    except (TrainingDivergedError, SweepError, ClaimsNotHeldError) as error:
+    except (TrainingDivergedError, SweepError, ClaimsNotHeldError, NotFiniteError) as error:
         return _fail(str(error), 1)
     except click.exceptions.Abort as error:  # click turns Ctrl-C into Abort
         context = error.__context__
