@@ -72,7 +72,7 @@ def test_an_edited_config_is_refused_by_every_reader(finished: Path, tmp_path: P
                                             "--values", "0,1", "--prompts", "200"]):
         assert main(argv) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "config.json was edited" in err
+        assert err.count("\n") == 1 and "computed for another config" in err
     assert sorted(p.name for p in folder.rglob("*")) == before
 
 

@@ -154,7 +154,10 @@ class RunFolder:
                 _safe_checksum(result):
             raise _edited(self.result, "result.json was edited")
         if config_hash is not None and binding.get("config_hash") != config_hash:
-            raise _edited(self.config, "config.json was edited")
+            raise ConfigError(f"{self.result} was computed for another config than the run's "
+                              f"(config.json was edited since the run finished, or the result "
+                              f"was copied from another run); {RESTART_HINT}, or restore the "
+                              f"file")
         return result
 
     def write_result(self, result: dict[str, Any], config_hash: str,
