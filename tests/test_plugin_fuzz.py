@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from iclab.cli.main import main
 from iclab.errors import ConfigError
-from iclab.experiments.claims import ClaimKind, ClaimRegistry
+from iclab.experiments.claims.kind import ClaimKind
+from iclab.experiments.claims.registry import ClaimRegistry
 
 _counter = itertools.count()
 FUZZ = settings(max_examples=12, deadline=None,

@@ -85,6 +85,6 @@ def load_plugin(reference: str, kind: str) -> Any:
         raise ConfigError(f"{kind} {reference!r} is not MODULE:ATTR or path/to/file.py:ATTR")
     value = getattr(module, attr, None)
     if value is None:
-        what = "class" if kind == "model" else "function"
+        what = "function" if kind in ("family", "covariate law") else "class"
         raise ConfigError(f"{kind} {reference!r}: {module.__name__} has no {what} {attr!r}")
     return value
