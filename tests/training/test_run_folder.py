@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from iclab.cli.main import main
 from iclab.config.train import TrainConfig
@@ -127,3 +129,31 @@ def test_a_full_disk_during_a_checkpoint_is_one_line_and_leaves_no_file(
     monkeypatch.setattr(Path, "write_bytes", real)
     assert main(argv) == 0  # space again: the same command trains the run to its end
     assert (out / "result.json").is_file() and not list(out.glob(".*"))
+
+
+EDITS = st.one_of(
+    st.tuples(st.just("n"), st.integers(1, 50).filter(lambda n: n != QUICK["n"])),
+    st.tuples(st.just("d"), st.integers(1, 4).filter(lambda d: d != QUICK["d"])),
+    st.tuples(st.just("sigma"), st.floats(0, 5).filter(lambda s: s != QUICK["sigma"])),
+    st.tuples(st.just("family"), st.sampled_from(["relu", "anisotropic", "two-layer-relu"])),
+    st.tuples(st.just("steps"), st.integers(1, 100).filter(lambda s: s != QUICK["steps"])),
+    st.tuples(st.just("lr"), st.floats(1e-4, 1.0).filter(lambda lr: lr != 0.005)),
+    st.tuples(st.just("eval_prompts"), st.integers(2, 10_000).filter(lambda e: e != 400)),
+    st.tuples(st.just("x_law"), st.sampled_from(["uniform", "laplace", "rademacher"])),
+)
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edit=EDITS)
+def test_any_edit_of_a_finished_config_is_refused(finished: Path, tmp_path: Path,
+                                                  edit: tuple[str, object]) -> None:
+    key, value = edit
+    folder = tmp_path / f"edit-{key}"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(finished, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, key: value}))
+    with pytest.raises(ConfigError) as error:
+        read_finished_run(folder)
+    assert "\n" not in str(error.value)
