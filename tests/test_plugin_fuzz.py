@@ -197,3 +197,18 @@ def test_bad_claim_kinds_are_refused_when_registered(name: object, options: obje
     assert "\n" not in str(error.value)
     with pytest.raises(ConfigError, match="must be a ClaimKind instance"):
         ClaimRegistry().register(object())  # type: ignore[arg-type]
+
+
+def test_a_plugin_failing_after_its_probe_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A read-out that works on the fresh model (the probe) but fails once trained."""
+    body = MODEL.format(create="pass", forward="pass", output="return out",
+                        readout="assert not self.gamma.abs().sum() > 0.15, 'trained'")
+    path = write_plugin(tmp_path, body)
+    out = tmp_path / "run"
+    argv = ["train", "--d", "3", "--n", "5", "--steps", "30", "--batch", "256", "--lr",
+            "0.05", "--eval-prompts", "200", "--quiet"]
+    assert main([*argv, "--model", f"{path}:Bad", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "training failed in a plug-in" in err
+    assert "AssertionError: trained" in err and not (out / "result.json").exists()
