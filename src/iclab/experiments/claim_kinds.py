@@ -17,6 +17,8 @@ a site = the runs that differ only in their seed):
 - ``above-bayes``: the mean test loss against the Bayes-optimal (ridge) risk (Monte Carlo,
   linear Gaussian only); holds when value >= (1 + separation x tolerance) x theory.
 - ``shift``: the runs under a shifted test law (``iclab.experiments.shift_claims``).
+- ``shift-growth``: their ratio to the Bayes loss against the optimal LSA's exact curve
+  (``iclab.experiments.shift_growth_claims``).
 - ``steps-loss``, ``layer-steps``, ``loss-below``, ``falls-with``: L-layer runs against the
   optimal L-step GD and against each other (``iclab.experiments.depth_claims``).
 - ``gaussian-gap``, ``n-eff``: non-Gaussian covariate laws against the Gaussian formula, and the
@@ -35,6 +37,7 @@ from iclab.experiments.covariate_claims import COVARIATE_KINDS
 from iclab.experiments.depth_claims import DEPTH_KINDS
 from iclab.experiments.results import RunRecord, Site
 from iclab.experiments.shift_claims import ShiftClaim
+from iclab.experiments.shift_growth_claims import ShiftGrowthClaim
 from iclab.experiments.spec import ClaimSpec
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import eta_star_isotropic
@@ -204,13 +207,14 @@ class IsotropyClaim(ClaimKind):
                       f"{len(records)} runs]", value <= spec.tolerance,
                       "largest over runs of ||Gamma - eta_hat I||_F / ||Gamma||_F; "
                       "holds when value <= tolerance",
-                      value, 0.0, spec.tolerance, spec.section, spec.group, "")]
+                      value, 0.0, spec.tolerance, spec.section, spec.group, "",
+                      source=spec.source)]
 
 
 def register_builtin_claims(registry: ClaimRegistry) -> None:
     """Register iclab's claim kinds, exactly as a new kind would be registered."""
     for kind in (EtaClaim(), IsotropyClaim(), GammaClaim(), NotMultipleClaim(),
-                 TestLossClaim(), AboveBayesClaim(), ShiftClaim(),
+                 TestLossClaim(), AboveBayesClaim(), ShiftClaim(), ShiftGrowthClaim(),
                  *(kind_class() for kind_class in DEPTH_KINDS),
                  *(kind_class() for kind_class in COVARIATE_KINDS)):
         registry.register(kind)

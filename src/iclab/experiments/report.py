@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import html
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +26,10 @@ from iclab.experiments import plots
 from iclab.experiments.claim_kinds import AboveBayesClaim, gamma_target, multiple_reference
 from iclab.experiments.claims import Claim, ClaimContext, ClaimRegistry, evaluate_claims
 from iclab.experiments.depth_plots import depth_figure, panel_of
+from iclab.experiments.measurements import Measurement, measure
 from iclab.experiments.results import RunRecord, sites
 from iclab.experiments.shift_claims import evaluated_shift
+from iclab.experiments.shift_growth_claims import growth_over_n_file
 from iclab.experiments.spec import ClaimSpec, Spec
 from iclab.io import atomic_write, atomic_write_json, atomic_write_text
 
@@ -110,6 +113,10 @@ def _shift_figures(spec: Spec, group: str, claims: list[ClaimSpec],
                 f"{data['model']} model{exact} beside OLS, ridge, one-step GD with Gamma* and "
                 f"the Bayes predictor of the test law ({data['prompts']} prompts per value, "
                 f"bars 2 se); runs/{record.point.run_id}/{folder.name}/.")))
+    for claim in claims:  # the exact fall of the task-shift growth with n, the runs beside it
+        if claim.kind == "shift-growth" and claim.parameters["shift"] == "w-scale":
+            name, caption = growth_over_n_file(claim, group_sites, context, out_dir)
+            figures.append(FigureFile(claim.section, name, caption))
     return figures
 
 
@@ -204,14 +211,14 @@ def _number(value: float) -> str:
 
 def _claim_row(claim: Claim) -> list[str]:
     return [("holds" if claim.holds else "FAILS"), claim.claim, _number(claim.value),
-            _number(claim.theory), claim.tolerance_text, claim.metric]
+            _number(claim.theory), claim.tolerance_text, claim.source, claim.metric]
 
 
-HEADER = ["verdict", "claim", "learned", "theory", "tolerance", "metric"]
+HEADER = ["verdict", "claim", "learned", "theory", "tolerance", "source", "metric"]
 
 
-def _sections(claims: list[Claim]) -> list[str]:
-    return list(dict.fromkeys(c.section for c in claims))
+def _sections(claims: list[Claim], measured: Sequence[Measurement] = ()) -> list[str]:
+    return list(dict.fromkeys([*(c.section for c in claims), *(m.section for m in measured)]))
 
 
 def _summary(claims: list[Claim], records: dict[str, RunRecord]) -> str:
@@ -243,10 +250,10 @@ DIAGNOSTIC = (f"Runs that ended far from the optimum (relative Gamma error above
 
 
 def render_markdown(spec: Spec, claims: list[Claim], figures: list[FigureFile],
-                    records: dict[str, RunRecord]) -> str:
+                    records: dict[str, RunRecord], measured: Sequence[Measurement] = ()) -> str:
     lines = [f"# iclab report: {spec.name}", "", spec.description, "",
              f"**{_summary(claims, records)}**", ""]
-    for section in _sections(claims):
+    for section in _sections(claims, measured):
         lines += [f"## {section}", ""]
         if section in spec.sections:
             lines += [spec.sections[section], ""]
@@ -256,6 +263,8 @@ def render_markdown(spec: Spec, claims: list[Claim], figures: list[FigureFile],
         lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in _claim_row(c)) + " |"
                   for c in claims if c.section == section]
         lines.append("")
+        for measurement in (m for m in measured if m.section == section):
+            lines += measurement.markdown()
     stuck = far_from_optimum(records)
     if stuck:
         lines += ["## Training diagnostics", "", DIAGNOSTIC, "", *(f"- {s}" for s in stuck), ""]
@@ -272,13 +281,14 @@ color:#222}table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{bord
 
 
 def render_html(spec: Spec, claims: list[Claim], figures: list[FigureFile],
-                records: dict[str, RunRecord], out_dir: Path) -> str:
+                records: dict[str, RunRecord], out_dir: Path,
+                measured: Sequence[Measurement] = ()) -> str:
     esc = html.escape
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
              f"<title>iclab report: {esc(spec.name)}</title><style>{STYLE}</style></head><body>",
              f"<h1>iclab report: {esc(spec.name)}</h1>", f"<p>{esc(spec.description)}</p>",
              f"<p><strong>{esc(_summary(claims, records))}</strong></p>"]
-    for section in _sections(claims):
+    for section in _sections(claims, measured):
         parts.append(f"<h2>{esc(section)}</h2>")
         if section in spec.sections:
             parts.append(f"<p>{esc(spec.sections[section])}</p>")
@@ -294,6 +304,9 @@ def render_html(spec: Spec, claims: list[Claim], figures: list[FigureFile],
             parts.append("<tr>" + verdict + "".join(f"<td>{esc(c)}</td>" for c in cells[1:])
                          + "</tr>")
         parts.append("</table>")
+        for measurement in (m for m in measured if m.section == section):
+            data = base64.b64encode((out_dir / measurement.figure).read_bytes()).decode("ascii")
+            parts += measurement.html(f"data:image/png;base64,{data}")
     stuck = far_from_optimum(records)
     if stuck:
         parts += ["<h2>Training diagnostics</h2>", f"<p>{esc(DIAGNOSTIC)}</p>", "<ul>",
@@ -309,8 +322,10 @@ def write_report(spec: Spec, records: dict[str, RunRecord], out_dir: Path) -> li
     context = ClaimContext(out_dir=out_dir)
     claims = evaluate_claims(spec, records, context.cache, out_dir=out_dir)
     figures = make_figures(spec, records, context, out_dir)
+    measured = measure(spec, spec.measurements, records, context, out_dir)
     atomic_write_json(out_dir / "claims.json", [c.to_json() for c in claims])
-    atomic_write_text(out_dir / "report.md", render_markdown(spec, claims, figures, records))
+    atomic_write_text(out_dir / "report.md",
+                      render_markdown(spec, claims, figures, records, measured))
     atomic_write_text(out_dir / "report.html",
-                      render_html(spec, claims, figures, records, out_dir))
+                      render_html(spec, claims, figures, records, out_dir, measured))
     return claims

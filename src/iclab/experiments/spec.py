@@ -24,6 +24,7 @@ Schema (every key but ``groups`` is optional)::
     kind = "eta"                      # see iclab.experiments.claim_kinds
     group = "theorem1-sigma"
     tolerance = 0.02
+    source = "Mahankali et al., Theorem 1"  # where the claim comes from (shown, in claims.json)
     reference = "theorem1"            # kind-specific option
     [[claims]]                        # a kind may declare parameters of any type
     kind = "shift"
@@ -32,6 +33,11 @@ Schema (every key but ``groups`` is optional)::
     values = [0.5, 1, 2, 4]
     measure = "ratio-grows"
     tolerance = 1000
+    [[measurements]]                  # numbers shown without a verdict (measurement_spec)
+    section = "Shift"
+    groups = ["my-group", "other"]
+    shift = "w-scale"
+    values = [0.5, 1, 2, 4]
 
 A group expands to the Cartesian product of its list-valued fields (in the order written),
 each point once per seed. Covariance expressions: absent or null (identity), a name from
@@ -56,14 +62,16 @@ from typing import Any
 from iclab.config.train import MODEL_KEY, TrainConfig, section_fields
 from iclab.errors import ConfigError
 from iclab.experiments.covariances import resolve_covariance
+from iclab.experiments.measurement_spec import MeasurementSpec, parse_measurements
 from iclab.experiments.spec_extends import resolve_extends
 from iclab.fields import field_infos
 from iclab.models.registry import ModelRegistry
 from iclab.plugins import is_plugin_reference
 
 BUILTIN_SPECS = ("reproduce", "reproduce-quick")
-_SPEC_KEYS = ("name", "description", "defaults", "covariances", "sections", "groups", "claims")
-_CLAIM_KEYS = ("section", "kind", "group", "tolerance", "statement", "separation")
+_SPEC_KEYS = ("name", "description", "defaults", "covariances", "sections", "groups", "claims",
+              "measurements")
+_CLAIM_KEYS = ("section", "kind", "group", "tolerance", "statement", "separation", "source")
 _COVARIANCE_FIELDS = ("cov_x", "cov_w", "context_covariance")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 MAX_POINTS = 10_000
@@ -101,6 +109,8 @@ class ClaimSpec:
     statement: str | None = None
     separation: float = 5.0
     parameters: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    """Where the claim comes from: a theorem, a cited result, a section of docs/theory.md."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +132,7 @@ class Spec:
     groups: tuple[GroupSpec, ...]
     claims: tuple[ClaimSpec, ...]
     sections: dict[str, str]
+    measurements: tuple[MeasurementSpec, ...] = ()
 
     def points(self) -> list[Point]:
         """Every distinct run once, in spec order, each listing all groups it belongs to."""
@@ -227,9 +238,10 @@ def _parse_claim(raw: Any, index: int, groups: set[str], source: str) -> ClaimSp
     if raw.get("group") not in groups:
         raise _fail(where, f"group must be one of {sorted(groups)}; got {raw.get('group')!r}")
     section = raw.get("section", "Claims")
-    statement = raw.get("statement")
-    if not isinstance(section, str) or not (statement is None or isinstance(statement, str)):
-        raise _fail(where, "section and statement must be strings")
+    statement, claim_source = raw.get("statement"), raw.get("source", "")
+    if not isinstance(section, str) or not (statement is None or isinstance(statement, str)) \
+            or not isinstance(claim_source, str):
+        raise _fail(where, "section, statement and source must be strings")
     numbers = {}
     for key, default in (("tolerance", None), ("separation", 5.0)):
         value = raw.get(key, default)
@@ -246,7 +258,8 @@ def _parse_claim(raw: Any, index: int, groups: set[str], source: str) -> ClaimSp
     claim_kind.check_groups(parameters, raw["group"], groups, f"{where} (kind {kind})")
     return ClaimSpec(section=section, kind=kind, group=raw["group"],
                      tolerance=numbers["tolerance"], options=chosen, statement=statement,
-                     separation=numbers["separation"], parameters=parameters)
+                     separation=numbers["separation"], parameters=parameters,
+                     source=claim_source.strip())
 
 
 def _table(data: dict[str, Any], key: str, source: str) -> dict[str, Any]:
@@ -281,10 +294,12 @@ def parse_spec(data: Any, source: str) -> Spec:
     if not isinstance(raw_claims, list):
         raise _fail(source, "claims must be a list of tables ([[claims]])")
     claims = [_parse_claim(c, i, set(names), source) for i, c in enumerate(raw_claims)]
+    measurements = parse_measurements(data.get("measurements", []), set(names), source)
     return Spec(name=str(data.get("name", Path(source).stem)),
                 description=str(data.get("description", "")), source=source,
                 groups=tuple(groups), claims=tuple(claims),
-                sections={str(k): str(v) for k, v in sections.items()})
+                sections={str(k): str(v) for k, v in sections.items()},
+                measurements=measurements)
 
 
 def _parse_text(text: str, source: str, suffix: str) -> Any:
