@@ -12,6 +12,7 @@ from iclab.cli.options import apply_options, declared_options, flag_name
 from iclab.cli.theory_shift import format_shift_rows, shift_rows_json
 from iclab.config.train import RunConfig, TaskConfig, TrainConfig
 from iclab.errors import ConfigError
+from iclab.experiments.registries import Registries
 from iclab.fields import check_value, coerce, field_infos, validate
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariance import load_covariance
@@ -125,8 +126,9 @@ def _check_numbers(values: dict[str, Any]) -> None:
 
 
 def theory_command(
-    monte_carlo: bool, precision: float, bayes_prompts: int, layers: int | None,
-    preconditioned: bool, seed: int, shift: str | None, values: str | None, as_json: bool,
+    registries: Registries, monte_carlo: bool, precision: float, bayes_prompts: int,
+    layers: int | None, preconditioned: bool, seed: int, shift: str | None,
+    values: str | None, as_json: bool,
     **task_options: Any,
 ) -> None:
     """The optimal one-layer LSA for a task family: Gamma*, eta*, its loss and the Bayes risk.
@@ -144,7 +146,7 @@ def theory_command(
                     "values": values})
     shift_values = None if shift is None else parse_values(check_kind(shift), str(values))
     given = {key: value for key, value in task_options.items() if value is not None}
-    config, task = task_of(given, FamilyRegistry())
+    config, task = task_of(given, registries.families)
     d, n, sigma = config.d, config.n, config.sigma
     if shift is not None:
         shift_base(task)  # a linear Gaussian law, before any work
@@ -208,4 +210,4 @@ def make_theory_command() -> click.Command:
                      help="With --shift: the shifted values, comma-separated (\"1,2,4\")."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
     ]
-    return click.command("theory")(apply_options(theory_command, options))
+    return click.command("theory")(apply_options(click.pass_obj(theory_command), options))
