@@ -4,6 +4,7 @@ against the optimal LSA's exact growth, ``source`` in claims.json, measurements 
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ def fabricate(spec: Spec, out: Path, growth: dict[int, dict[float, float]]
     return records
 
 
+@cache
 def theory() -> dict[float, float]:
     exact = exact_growth(LinearGaussian(2, 4, 0.5), "w-scale", VALUES, 1.0)
     return {v: g for v, (g, _) in exact.items()}
@@ -64,7 +66,7 @@ def theory() -> dict[float, float]:
 def test_the_measured_growth_is_judged_against_the_optimal_lsas(
         tmp_path: Path, offset_in_se: float, holds: bool) -> None:
     spec = make_spec()
-    exact = theory()
+    exact = dict(theory())
     # growth se = growth x hypot(0.01, 0.01) (two losses of 1 % each); shift seed 1 at c = 2
     shifted = {**exact, 2.0: exact[2.0] * (1 + offset_in_se * 0.01 * 2**0.5)}
     records = fabricate(spec, tmp_path, {0: exact, 1: shifted})
@@ -78,7 +80,7 @@ def test_the_measured_growth_is_judged_against_the_optimal_lsas(
 def test_claims_json_has_sources_and_the_report_shows_measurements_apart(tmp_path: Path) -> None:
     measurement = {"section": "Shift", "groups": ["g"], "shift": "w-scale", "values": VALUES}
     spec = make_spec(measurements=[measurement])
-    records = fabricate(spec, tmp_path, {0: theory(), 1: theory()})
+    records = fabricate(spec, tmp_path, {0: dict(theory()), 1: dict(theory())})
     claims = write_report(spec, records, tmp_path, ClaimRegistry())
     saved = json.loads((tmp_path / "claims.json").read_text())
     assert len(saved) == len(claims) == 1 and saved[0]["source"] == SOURCE
