@@ -168,7 +168,7 @@ def test_bools_and_extreme_values_are_refused_up_front() -> None:
         check_value("n", True)
     for kind, text in (("x-scale", "1e-200"), ("x-scale", "1e200"), ("w-mean", "0,1e200"),
                        ("sigma", "1e308"), ("n", "1e308")):
-        with pytest.raises(ConfigError, match=f"--kind {kind}: value .* is not allowed"):
+        with pytest.raises(ConfigError, match=f"shift {kind}: value .* is not allowed"):
             parse_values(kind, text)
 
 
