@@ -1,7 +1,7 @@
 """What an L-layer LSA learned, against the optimal L-step gradient descent (result.json).
 
 For a model with several layers (``iclab.models.deep_lsa``) on a family where the multi-step
-theory exists (``iclab.theory.multistep``):
+theory exists (``iclab.theory.depth.multistep``):
 
 - ``layers``, and the optimal L-step GD: ``gd_steps_etas`` (sorted), ``gd_steps_loss`` and
   ``gd_steps_loss_stderr`` (0 when exact), ``gd_steps_method``, the Krylov bound;
@@ -26,7 +26,7 @@ from iclab.batches import Prompts
 from iclab.models.base import Model
 from iclab.models.deep_lsa import DeepLinearSelfAttention
 from iclab.tasks.base import TaskFamily
-from iclab.theory.multistep import MultiStepOptimum, multistep_optimum
+from iclab.theory.depth.multistep import MultiStepOptimum, multistep_optimum
 
 
 def is_deep(model: Model) -> bool:

@@ -16,8 +16,8 @@ from iclab.fields import check_value, field_infos
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariance import load_covariance
 from iclab.theory.bayes import check_bayes_prompts
+from iclab.theory.depth.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
-from iclab.theory.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
 from iclab.theory.rotation_invariant import DEFAULT_PRECISION
 
 LAW_HELP = ("Law of the covariates, x = Sigma_x^(1/2) z: gaussian, uniform, rademacher, laplace, "
