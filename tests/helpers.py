@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from iclab.batches import Prompts, ZStatistics
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 

@@ -161,3 +161,18 @@ def test_the_file_walker_finds_a_cycle_through_a_lazy_import(tmp_path: Path) -> 
     (package / "b.py").write_text("def g():\n    pass\n")
     assert find_cycle(module_graph(tmp_path / "iclab")) is None
 
+
+
+def test_no_package_has_more_than_12_modules() -> None:
+    crowded = {}
+    for folder in [SOURCE, *(p for p in SOURCE.rglob("*") if p.is_dir())]:
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > MAX_MODULES:
+            crowded[str(folder.relative_to(SOURCE.parent))] = len(modules)
+    assert not crowded, f"packages with more than {MAX_MODULES} modules: {crowded}"
+
+
+def test_no_module_is_longer_than_300_lines() -> None:
+    long = {str(p.relative_to(SOURCE.parent)): n for p in SOURCE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"

@@ -12,7 +12,8 @@ from iclab.analysis.readout import (
     prediction_terms,
     read_algorithm,
 )
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from tests.helpers import prompts, random_lsa
 
 

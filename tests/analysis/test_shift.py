@@ -24,7 +24,7 @@ from iclab.analysis.shift import (
     write_shift_outputs,
 )
 from iclab.errors import ConfigError
-from iclab.models.lsa import LSAOptions
+from iclab.models.lsa.options import LSAOptions
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import gaussian_optimum, gd_term_loss, loss_star_isotropic

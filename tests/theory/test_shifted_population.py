@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.shifted import GaussianTestLaw, shifted_law

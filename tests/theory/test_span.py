@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from iclab.algorithms.construct import lsa_from_gamma
 from iclab.errors import ConfigError
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask, anisotropic_task

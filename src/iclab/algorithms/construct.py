@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from iclab.errors import ConfigError
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 
 
 def lsa_from_gamma(

@@ -217,6 +217,11 @@ class TrainConfig:
         """The class of the model these options build (whose capabilities apply)."""
         return self.model_class(models).built_class(self.model)
 
+    def depth(self, models: ModelRegistry | None = None) -> int | None:
+        """The depth the run's model declares for its options (``Model.depth_of``): L for an
+        L-layer stack judged against the optimal L-step GD, None for one layer."""
+        return self.model_class(models).depth_of(self.model)
+
     def resolved_sampler(self, task: TaskFamily | None = None) -> str:
         """The sampler training uses: "statistics", "prompts" or "exact" (no sampling)."""
         if self.optim.exact:

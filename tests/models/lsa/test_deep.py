@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iclab.errors import ConfigError
-from iclab.models.deep_lsa import DeepLinearSelfAttention, DeepLSAOptions, sparse_gd_model
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.deep import DeepLinearSelfAttention, DeepLSAOptions, sparse_gd_model
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from tests.helpers import prompts
 

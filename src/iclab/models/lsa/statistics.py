@@ -21,7 +21,7 @@ Per-prompt vectors are held as (d, B) so that the dot products reduce over the o
 The whole map from (W_K, W_Q, W_V, h) to yhat is one autograd node whose backward is written
 out by hand (about thirty tensor operations instead of autograd's graph of about eighty): a
 training step costs about half of what autograd of the plain formula costs.
-``tests/test_lsa_statistics.py`` checks values and gradients against autograd of the plain
+``tests/models/lsa/test_statistics.py`` checks values and gradients against autograd of the plain
 formula, in float64.
 """
 

@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from iclab.batches import GaussianStatistics
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
-from iclab.models.lsa_statistics import statistics_prediction
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
+from iclab.models.lsa.statistics import statistics_prediction
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from iclab.batches import Prompts
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
-from iclab.models.lsa_prompts import batch_inner, prompts_prediction
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
+from iclab.models.lsa.prompts import batch_inner, prompts_prediction
 from iclab.seeding import make_generator
 from iclab.tasks.linear_law import LinearLawTask
 from iclab.tasks.nonlinear import ReluTask
