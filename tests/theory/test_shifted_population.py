@@ -37,7 +37,9 @@ def random_readout(rng: np.random.Generator, d: int) -> tuple[torch.Tensor, torc
 def lsa_with(u: torch.Tensor, M: torch.Tensor, normalise: bool = False) -> LinearSelfAttention:
     """An LSA whose effective() is exactly (u, M): W_V = u^T, h = 1, W_K = I, W_Q = [M, 0]."""
     d = M.shape[1]
-    model = LinearSelfAttention(LSAOptions(d, d + 1, 1, normalise), dtype=F64)
+    model = LinearSelfAttention(d, LSAOptions(key_dim=d + 1, value_dim=1, normalise=normalise,
+                                              init="random"),
+                                dtype=F64)
     with torch.no_grad():
         model.W_V.copy_(u[None])
         model.h.fill_(1.0)

@@ -48,7 +48,8 @@ def test_feature_count() -> None:
 def test_features_reproduce_any_lsa() -> None:
     task = LinearGaussian(3, 6, 0.4)
     prompts = task.sample_prompts(50, make_generator(0, "p"), torch.float64)
-    model = LinearSelfAttention(LSAOptions(3), make_generator(1, "m"), 1.0, torch.float64)
+    model = LinearSelfAttention(3, LSAOptions(init_scale=1.0, init="random"),
+                                make_generator(1, "m"), dtype=torch.float64)
     F = span_features(prompts).numpy()
     with torch.no_grad():
         yhat = model(prompts.X, prompts.y, prompts.x_q).numpy()
@@ -58,8 +59,8 @@ def test_features_reproduce_any_lsa() -> None:
 def test_cubic_features_span_the_attend_query_lsa() -> None:
     task = LinearGaussian(2, 4, 0.3)
     prompts = task.sample_prompts(200, make_generator(2, "p"), torch.float64)
-    model = LinearSelfAttention(LSAOptions(2, attend_query=True), make_generator(3, "m"), 1.0,
-                                torch.float64)
+    model = LinearSelfAttention(2, LSAOptions(attend_query=True, init_scale=1.0, init="random"),
+                                make_generator(3, "m"), dtype=torch.float64)
     with torch.no_grad():
         yhat = model(prompts.X, prompts.y, prompts.x_q).numpy()
     for cubic, representable in ((True, True), (False, False)):

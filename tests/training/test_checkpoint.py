@@ -21,7 +21,7 @@ HASH = "0123456789abcdef"
 
 
 def fresh(d: int = 3, seed: int = 0) -> tuple[LinearSelfAttention, Adam]:
-    model = LinearSelfAttention(LSAOptions(d), make_generator(seed, "init"))
+    model = LinearSelfAttention(d, LSAOptions(init="random"), make_generator(seed, "init"))
     return model, Adam(model.parameters(), lr=0.01)
 
 

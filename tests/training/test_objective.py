@@ -15,8 +15,8 @@ CPU = torch.device("cpu")
 
 
 def _model(d: int) -> LinearSelfAttention:
-    return LinearSelfAttention(LSAOptions(d), make_generator(0, "init"), init_scale=0.4,
-                               dtype=torch.float64)
+    return LinearSelfAttention(d, LSAOptions(init_scale=0.4, init="random"),
+                               make_generator(0, "init"), dtype=torch.float64)
 
 
 def test_a_step_s_batch_depends_on_the_step_only() -> None:

@@ -26,7 +26,7 @@ from iclab.errors import ConfigError
 from iclab.models.base import Model
 from iclab.models.lsa.deep import DeepLinearSelfAttention, DeepLSAOptions
 from iclab.models.lsa.hand_gradients import as_autograd_node, without_autograd
-from iclab.models.lsa.options import INIT_SCHEMES, LSAModelOptions, LSAOptions
+from iclab.models.lsa.options import LSAOptions
 from iclab.models.lsa.prompts import prompts_prediction
 from iclab.models.lsa.statistics import statistics_prediction
 from iclab.models.lsa.statistics_loss import hand_worked_loss
@@ -48,7 +48,7 @@ class LinearSelfAttention(Model):
 
     name = "lsa"
     description = "one layer of linear self-attention (the paper's model)"
-    options_class = LSAModelOptions
+    options_class = LSAOptions
     has_readout = True
     has_statistics = True
     statistics_kinds = ("bartlett", "wishart")
@@ -64,13 +64,11 @@ class LinearSelfAttention(Model):
         cls, d: int, options: Any, generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> Model:
-        """The ``lsa`` model of ``options`` (an ``LSAModelOptions``) for dimension d: this
+        """The ``lsa`` model of ``options`` (an ``LSAOptions``) for dimension d: this
         one-layer model, or the L-layer model when ``options.deep``."""
         if options.deep:
             return _deep_model(d, options, generator, dtype)
-        shape = LSAOptions(d, options.key_dim, options.value_dim, options.normalise,
-                           options.attend_query)
-        return cls(shape, generator, options.init_scale, dtype, options.init)
+        return cls(d, options, generator, dtype)
 
     @classmethod
     def built_class(cls, options: Any) -> type[Model]:
@@ -89,18 +87,20 @@ class LinearSelfAttention(Model):
 
     def __init__(
         self,
-        options: LSAOptions,
+        d: int,
+        options: LSAOptions | None = None,
         generator: torch.Generator | None = None,
-        init_scale: float = 0.1,
         dtype: torch.dtype = torch.float32,
-        init: str = "random",
     ) -> None:
+        """One layer for dimension d of ``options`` (default ``LSAOptions()``), seeded."""
         super().__init__()
-        if init not in INIT_SCHEMES:
-            raise ConfigError(f"init must be one of {', '.join(INIT_SCHEMES)}; got {init!r}")
+        options = LSAOptions() if options is None else options
+        options.check_layer(d)
+        init, init_scale = options.init, options.init_scale
         self.options = options
+        self._d = d
         self.init = init
-        d1, k, m = options.d + 1, options.k, options.m
+        d1, k, m = d + 1, options.key_width(d), options.value_width(d)
         device = generator.device if generator is not None else torch.device("cpu")
 
         def draw(*shape: int) -> nn.Parameter:
@@ -113,12 +113,12 @@ class LinearSelfAttention(Model):
         self.h = draw(m)
         if init == "gd-subspace":
             with torch.no_grad():
-                self.W_K[:, options.d] = 0.0
-                self.W_V[:, : options.d] = 0.0
+                self.W_K[:, d] = 0.0
+                self.W_V[:, :d] = 0.0
 
     @property
     def d(self) -> int:
-        return self.options.d
+        return self._d
 
     def effective(self) -> tuple[torch.Tensor, torch.Tensor]:
         """u = W_V^T h: (d+1,) and M = (W_K^T W_Q)[:, :d]: (d+1, d)."""
@@ -292,7 +292,7 @@ def _deep_model(d: int, options: Any, generator: torch.Generator | None,
     """The L-layer model (``iclab.models.lsa.deep``) of ``lsa`` options; its "gd" start is
     the gd-subspace start of several layers."""
     for name in ("key_dim", "value_dim", "normalise", "attend_query"):
-        if getattr(options, name) != getattr(LSAModelOptions(), name):
+        if getattr(options, name) != getattr(LSAOptions(), name):
             raise ConfigError(f"{name} applies to the one-layer lsa model only (layers = 1, "
                               f"parameterisation full, not looped)")
     shape = DeepLSAOptions(d, options.layers, options.parameterisation, options.looped)

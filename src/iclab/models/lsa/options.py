@@ -1,6 +1,7 @@
-"""The options of the ``lsa`` model, declared once (``LSAModelOptions``: the settings of
-``iclab train --model lsa`` and of a spec's groups), and the shape of one layer
-(``LSAOptions``: what ``LinearSelfAttention`` is built from).
+"""The options of the ``lsa`` model, declared once: ``LSAOptions``, the settings of ``iclab
+train --model lsa`` and of a spec's groups, from which ``LinearSelfAttention.create`` builds
+one layer or the L-layer stack, and with which ``LinearSelfAttention(d, options)`` builds
+the one layer directly.
 
 ``layers`` is bounded where it is declared by the theory's own limit
 (``iclab.theory.depth.multistep.MAX_LAYERS``): a run the theory cannot judge is refused with
@@ -15,42 +16,11 @@ from iclab.errors import ConfigError
 from iclab.fields import setting
 from iclab.theory.depth.multistep import MAX_LAYERS
 
-
-@dataclass(frozen=True)
-class LSAOptions:
-    """Shape and convention of a one-layer LSA.
-
-    d: input dimension; key_dim k and value_dim m (None means d+1); normalise: 1/n on the sum;
-    attend_query: the query token attends to itself.
-    """
-
-    d: int
-    key_dim: int | None = None
-    value_dim: int | None = None
-    normalise: bool = False
-    attend_query: bool = False
-
-    def __post_init__(self) -> None:
-        if self.d < 1:
-            raise ConfigError(f"d must be an integer >= 1, got {self.d}")
-        for name, value in (("key_dim", self.key_dim), ("value_dim", self.value_dim)):
-            if value is not None and value < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {value}")
-
-    @property
-    def k(self) -> int:
-        return self.d + 1 if self.key_dim is None else self.key_dim
-
-    @property
-    def m(self) -> int:
-        return self.d + 1 if self.value_dim is None else self.value_dim
-
-
 INIT_SCHEMES = ("gd-subspace", "random")
 
 
 @dataclass(frozen=True)
-class LSAModelOptions:
+class LSAOptions:
     """The options of the ``lsa`` model (``iclab train --model lsa``), declared once."""
 
     key_dim: int | None = setting(None, "Key/query width k [default: d+1].", minimum=1,
@@ -75,6 +45,29 @@ class LSAModelOptions:
                                     choices=("full", "sparse"), omit_default=True)
     looped: bool = setting(False, "One set of weights applied at every layer.",
                            omit_default=True)
+
+    def check_layer(self, d: int) -> None:
+        """ConfigError (one line) unless these options build one layer for dimension d:
+        d, key_dim and value_dim integers >= 1, a known init, and not the L-layer model."""
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            raise ConfigError(f"d must be an integer >= 1, got {d!r}")
+        for name, value in (("key_dim", self.key_dim), ("value_dim", self.value_dim)):
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be an integer >= 1, got {value}")
+        if self.init not in INIT_SCHEMES:
+            raise ConfigError(f"init must be one of {', '.join(INIT_SCHEMES)}; got "
+                              f"{self.init!r}")
+        if self.deep:
+            raise ConfigError("these options build the L-layer model: use "
+                              "LinearSelfAttention.create(d, options)")
+
+    def key_width(self, d: int) -> int:
+        """k: ``key_dim``, or d+1."""
+        return d + 1 if self.key_dim is None else self.key_dim
+
+    def value_width(self, d: int) -> int:
+        """m: ``value_dim``, or d+1."""
+        return d + 1 if self.value_dim is None else self.value_dim
 
     @property
     def deep(self) -> bool:
