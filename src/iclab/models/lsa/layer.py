@@ -28,7 +28,7 @@ from iclab.models.lsa.deep import DeepLinearSelfAttention, DeepLSAOptions
 from iclab.models.lsa.hand_gradients import as_autograd_node, without_autograd
 from iclab.models.lsa.options import LSAOptions
 from iclab.models.lsa.prompts import prompts_prediction
-from iclab.models.lsa.statistics import statistics_prediction
+from iclab.models.lsa.statistics import plain_statistics_prediction, statistics_prediction
 from iclab.models.lsa.statistics_loss import hand_worked_loss
 from iclab.models.readout import LinearReadout
 from iclab.tasks.base import nuisance_free_optimum
@@ -207,29 +207,16 @@ class LinearSelfAttention(Model):
     def forward_statistics(
         self, stats: GaussianStatistics | ZStatistics | XYStatistics
     ) -> torch.Tensor:
-        """The prediction from a batch of sufficient statistics: (B,).
-
-        ``GaussianStatistics`` (linear Gaussian prompts): equal in law to ``forward`` on whole
-        prompts (see ``iclab.tasks.linear_gaussian``), yhat = (p.q) c1^2 + c1 z
-        sqrt(|p|^2 |q|^2 - (p.q)^2), p = L^T u, q = L^T M x_q, computed with a hand-written
-        backward by ``iclab.models.lsa.statistics``.
-        ``ZStatistics`` (any family that draws Z = sum_i e_i e_i^T, relu's included):
-        yhat = u^T Z M x_q, the module docstring's formula itself.
-        ``XYStatistics`` (X^T y, x_q, y_q; only for a model held nuisance-free):
-        yhat = u_y (X^T y)^T M_x x_q, the same formula at u_x = 0, m_y = 0.
-        """
+        """The prediction from a batch of sufficient statistics: (B,), equal in law to
+        ``forward`` on whole prompts (``iclab.models.lsa.statistics``: on Bartlett statistics
+        with a hand-written backward; on Z, u^T Z M x_q; on X^T y, held nuisance-free,
+        u_y (X^T y)^T M_x x_q)."""
         if isinstance(stats, XYStatistics):
             self._require_nuisance_free()
-            u, M = self.effective()
-            Mx_q = stats.x_q.to(M.dtype) @ M[: self.d].T             # (B, d): M_x x_q
-            yhat = u[self.d] * (stats.xy.to(M.dtype) * Mx_q).sum(-1)  # u_y (X^T y)^T M_x x_q
-        elif isinstance(stats, ZStatistics):
-            u, M = self.effective()
-            Mx_q = M @ stats.x_q.to(M.dtype).T                       # (d+1, B)
-            Z = stats.Z.to(u.dtype).permute(1, 2, 0)                 # (d+1, d+1, B)
-            yhat = u @ (Z * Mx_q[None]).sum(1)                       # u^T Z M x_q: (B,)
-        else:
+        if isinstance(stats, GaussianStatistics):
             yhat = statistics_prediction(self.W_K, self.W_Q, self.W_V, self.h, stats)
+        else:
+            yhat = plain_statistics_prediction(*self.effective(), stats)
         if self.options.attend_query:
             u, M = self.effective()
             yhat = yhat + self._query_term(u, stats.x_q @ M.T, stats.x_q)
