@@ -17,6 +17,7 @@ from pathlib import Path
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.figures.figure_file import FigureFile
+from iclab.experiments.report.measurements import measure
 from iclab.experiments.report.render import render_html, render_markdown
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord
@@ -50,8 +51,10 @@ def write_report(spec: Spec, records: dict[str, RunRecord], out_dir: Path,
     context = ClaimContext(out_dir=out_dir, spec=spec, records=records, kinds=registry)
     claims = evaluate_claims(spec, records, registry, context.cache, out_dir=out_dir)
     figures = make_figures(context, registry)
+    measured = measure(spec, spec.measurements, records, context, out_dir)
     atomic_write_json(out_dir / "claims.json", [c.to_json() for c in claims])
-    atomic_write_text(out_dir / "report.md", render_markdown(spec, claims, figures, records))
+    atomic_write_text(out_dir / "report.md",
+                      render_markdown(spec, claims, figures, records, measured))
     atomic_write_text(out_dir / "report.html",
-                      render_html(spec, claims, figures, records, out_dir))
+                      render_html(spec, claims, figures, records, out_dir, measured))
     return claims
