@@ -233,10 +233,10 @@ def _parse_claim(raw: Any, index: int, groups: set[str], source: str) -> ClaimSp
     numbers = {}
     for key, default in (("tolerance", None), ("separation", 5.0)):
         value = raw.get(key, default)
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if not (number and (value > 0 if key == "tolerance" else value >= 0) and value < 1e6):
-            allowed = "a positive number" if key == "tolerance" else "a number >= 0"
-            raise _fail(where, f"{key} must be {allowed}, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                0 <= value < 1e6 and (value > 0 or key == "separation")):  # separation may be 0
+            wanted = "a positive number" if key == "tolerance" else "a number >= 0"
+            raise _fail(where, f"{key} must be {wanted}, got {value!r}")
         numbers[key] = float(value)
     chosen = {}
     for key, allowed in options.items():
