@@ -253,8 +253,8 @@ def test_the_builtin_specs_have_a_depth_section(name: str) -> None:
     assert any(c.kind == "layer-steps" and c.options["reference"] == "theorem1" for c in depth)
     quick = name == "reproduce-quick"
     for group, parameterisation, looped, layers in (
-            ("depth-sparse", "sparse", False, {1, 2, 3} if quick else {1, 2, 3, 4}),
-            ("depth-full", "full", False, {1, 2, 3} if quick else {1, 2, 3, 4}),
+            ("depth-sparse", "sparse", False, {1, 2, 3, 4}),
+            ("depth-full", "full", False, {1, 2, 3, 4}),
             ("depth-looped", "sparse", True, {2, 3})):
         points = spec.group(group).points
         assert {p.config.model.layers for p in points} == layers

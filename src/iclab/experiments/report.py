@@ -26,6 +26,7 @@ from iclab.experiments.claim_kinds import AboveBayesClaim, gamma_target, multipl
 from iclab.experiments.claims import Claim, ClaimContext, ClaimRegistry, evaluate_claims
 from iclab.experiments.depth_plots import depth_figure, panel_of
 from iclab.experiments.results import RunRecord, sites
+from iclab.experiments.section_times import PhaseTimer, timing_text
 from iclab.experiments.shift_claims import evaluated_shift
 from iclab.experiments.spec import ClaimSpec, Spec
 from iclab.io import atomic_write, atomic_write_json, atomic_write_text
@@ -243,7 +244,7 @@ DIAGNOSTIC = (f"Runs that ended far from the optimum (relative Gamma error above
 
 
 def render_markdown(spec: Spec, claims: list[Claim], figures: list[FigureFile],
-                    records: dict[str, RunRecord]) -> str:
+                    records: dict[str, RunRecord], timing: str = "") -> str:
     lines = [f"# iclab report: {spec.name}", "", spec.description, "",
              f"**{_summary(claims, records)}**", ""]
     for section in _sections(claims):
@@ -261,7 +262,7 @@ def render_markdown(spec: Spec, claims: list[Claim], figures: list[FigureFile],
         lines += ["## Training diagnostics", "", DIAGNOSTIC, "", *(f"- {s}" for s in stuck), ""]
     lines += ["## Files", "", "results.csv (one row per run), timings.csv, claims.json, "
               f"runs/<config hash>/ (each run's folder). Spec: {spec.source}; "
-              f"iclab {__version__}.", ""]
+              f"iclab {__version__}.", *([timing] if timing else []), ""]
     return "\n".join(lines)
 
 
@@ -272,7 +273,7 @@ color:#222}table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{bord
 
 
 def render_html(spec: Spec, claims: list[Claim], figures: list[FigureFile],
-                records: dict[str, RunRecord], out_dir: Path) -> str:
+                records: dict[str, RunRecord], out_dir: Path, timing: str = "") -> str:
     esc = html.escape
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
              f"<title>iclab report: {esc(spec.name)}</title><style>{STYLE}</style></head><body>",
@@ -299,18 +300,23 @@ def render_html(spec: Spec, claims: list[Claim], figures: list[FigureFile],
         parts += ["<h2>Training diagnostics</h2>", f"<p>{esc(DIAGNOSTIC)}</p>", "<ul>",
                   *(f"<li>{esc(s)}</li>" for s in stuck), "</ul>"]
     parts.append(f"<p>Files beside this report: results.csv, timings.csv, claims.json, "
-                 f"runs/. Spec: {esc(spec.source)}; iclab {__version__}.</p></body></html>")
+                 f"runs/. Spec: {esc(spec.source)}; iclab {__version__}.</p>"
+                 + (f"<p>{esc(timing)}</p>" if timing else "") + "</body></html>")
     return "\n".join(parts) + "\n"
 
 
 def write_report(spec: Spec, records: dict[str, RunRecord], out_dir: Path) -> list[Claim]:
     """Evaluate the claims and write claims.json, the figures, report.md and report.html."""
     out_dir = Path(out_dir)
-    context = ClaimContext(out_dir=out_dir)
-    claims = evaluate_claims(spec, records, context.cache, out_dir=out_dir)
-    figures = make_figures(spec, records, context, out_dir)
+    context, timer = ClaimContext(out_dir=out_dir), PhaseTimer()
+    with timer.phase("claims"):
+        claims = evaluate_claims(spec, records, context.cache, out_dir=out_dir)
+    with timer.phase("figures"):
+        figures = make_figures(spec, records, context, out_dir)
+    timing = timing_text(spec, records, timer)
     atomic_write_json(out_dir / "claims.json", [c.to_json() for c in claims])
-    atomic_write_text(out_dir / "report.md", render_markdown(spec, claims, figures, records))
+    atomic_write_text(out_dir / "report.md",
+                      render_markdown(spec, claims, figures, records, timing))
     atomic_write_text(out_dir / "report.html",
-                      render_html(spec, claims, figures, records, out_dir))
+                      render_html(spec, claims, figures, records, out_dir, timing))
     return claims
