@@ -20,10 +20,11 @@ def test_each_section_sums_the_runs_its_claims_read_shared_runs_in_both() -> Non
     records = {}
     for name, values in seconds.items():
         for point, value in zip(spec.group(name).points, values, strict=True):
-            records[point.run_id] = RunRecord(point, {"wall_seconds": value})
-    assert section_seconds(spec, records) == {"One": (2, 3.0), "Two": (5, 133.0)}
+            records[point.run_id] = RunRecord(point, {"wall_seconds": value,
+                                                      "cpu_seconds": value / 2})
+    assert section_seconds(spec, records) == {"One": (2, 3.0, 1.5), "Two": (5, 133.0, 66.5)}
     timer = PhaseTimer()
     with timer.phase("claims"):
         pass
     text = timing_text(spec, records, timer)
-    assert "One 3 s (2 runs), Two 133 s (5 runs)" in text and "claims 0 s" in text
+    assert "One 3 / 2 s (2 runs), Two 133 / 66 s (5 runs)" in text and "claims 0 s" in text
