@@ -1,4 +1,7 @@
-"""The dependency rule of docs/architecture.md, read from the import statements of src/iclab."""
+"""The dependency rule of docs/architecture.md, read from the import statements of src/iclab:
+no forbidden arrow between packages, no cycle between packages nor between files (imports
+inside functions included), and the size limits (at most 12 modules a package, 300 lines a
+module)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,10 @@ from pathlib import Path
 import pytest
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "iclab"
+MAX_MODULES = 12
+"""The most modules (``__init__.py`` aside) one package may hold."""
+MAX_LINES = 300
+"""The most lines one module may have."""
 FORBIDDEN = {
     "training": {"analysis", "theory", "experiments", "cli", "runs"},
     "tasks": {"models", "training", "analysis", "experiments", "cli", "runs", "theory",
@@ -79,3 +86,78 @@ def test_the_walker_sees_a_forbidden_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from iclab.analysis.evaluate import evaluate\n")
     assert imported_packages(module) == {"analysis"}
+
+
+def module_name(path: Path, source: Path = SOURCE) -> str:
+    """``iclab.experiments.claims.kind`` for src/iclab/experiments/claims/kind.py (a package's
+    ``__init__.py`` is the package)."""
+    parts = path.relative_to(source.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path, known: set[str]) -> set[str]:
+    """The iclab modules (files) that ``path`` imports anywhere, lazy imports included:
+    ``from iclab.a import b`` is module ``iclab.a.b`` where that is a file, else ``iclab.a``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                found.add(name if name in known else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name in known}
+
+
+def module_graph(source: Path = SOURCE) -> dict[str, set[str]]:
+    paths = {module_name(path, source): path for path in source.rglob("*.py")}
+    known = set(paths)
+    return {name: imported_modules(path, known) - {name} for name, path in paths.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a list of nodes (first = last), or None."""
+    state: dict[str, int] = {}
+    trail: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        trail.append(node)
+        for successor in sorted(graph.get(node, ())):
+            if state.get(successor) == 1:
+                return [*trail[trail.index(successor):], successor]
+            if successor not in state:
+                cycle = visit(successor)
+                if cycle:
+                    return cycle
+        state[node] = 2
+        trail.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_there_is_no_import_cycle_between_files() -> None:
+    cycle = find_cycle(module_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_file_walker_finds_a_cycle_through_a_lazy_import(tmp_path: Path) -> None:
+    package = tmp_path / "iclab" / "pkg"
+    package.mkdir(parents=True)
+    (tmp_path / "iclab" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from iclab.pkg.b import g\n")
+    (package / "b.py").write_text("def g():\n    from iclab.pkg import a\n")
+    (package / "c.py").write_text("import iclab.pkg.a\n")
+    graph = module_graph(tmp_path / "iclab")
+    assert graph["iclab.pkg.c"] == {"iclab.pkg.a"}
+    assert find_cycle(graph) == ["iclab.pkg.a", "iclab.pkg.b", "iclab.pkg.a"]
+    (package / "b.py").write_text("def g():\n    pass\n")
+    assert find_cycle(module_graph(tmp_path / "iclab")) is None
+

@@ -6,7 +6,7 @@ import of a compiled library (torch, numpy, matplotlib) that can abort the inter
 being started it prints a traceback from the child. ``stop_signals_deferred`` blocks both
 signals for the duration of a block: one that arrives meanwhile stays pending and is delivered
 as the block ends, where the caller handles it like any other interrupt. Child processes started
-inside the block inherit the signals blocked (see ``iclab.experiments.executors``).
+inside the block inherit the signals blocked (see ``iclab.experiments.executors.local``).
 
 Keep the blocks short and free of user code: a blocked Ctrl-C cannot stop a hang.
 """

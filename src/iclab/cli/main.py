@@ -14,9 +14,12 @@ import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iclab.signals import stop_signals_deferred
+
+if TYPE_CHECKING:
+    from iclab.experiments.registries import Registries
 
 RESUMABLE = ("train", "sweep", "reproduce")
 OUT_OF_MEMORY = ("out of memory: this machine cannot hold what was asked for; lower the sizes "
@@ -42,9 +45,11 @@ def _model_argument(args: list[str]) -> str | None:
     return None
 
 
-def build_cli(args: list[str]) -> Any:
-    """The ``iclab`` command group (a ``click.Group``). A plug-in model named on the command
-    line joins the model registry first, so that its options are ``iclab train`` options."""
+def build_cli(args: list[str], registries: Registries | None = None) -> Any:
+    """The ``iclab`` command group (a ``click.Group``) with the command's ``registries`` (the
+    built-ins unless given) as its context object (``click.pass_obj``). A plug-in model named
+    on the command line joins the model registry first, so that its options are ``iclab
+    train`` options."""
     import click
 
     from iclab import __version__
@@ -55,15 +60,17 @@ def build_cli(args: list[str]) -> Any:
     from iclab.cli.sweep import sweep_command
     from iclab.cli.theory import theory_command
     from iclab.cli.train import make_train_command
-    from iclab.models.registry import ModelRegistry
+    from iclab.experiments.registries import Registries
     from iclab.plugins import is_plugin_reference
 
-    models = ModelRegistry()
+    registries = Registries() if registries is None else registries
+    models = registries.models
     reference = _model_argument(args) if args[:1] == ["train"] else None
-    if reference is not None and is_plugin_reference(reference):
+    if reference is not None and is_plugin_reference(reference) \
+            and reference not in models.names:
         models.register(models.get(reference), reference)
 
-    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    @click.group(context_settings={"help_option_names": ["-h", "--help"], "obj": registries})
     @click.version_option(__version__, prog_name="iclab")
     def cli() -> None:
         """iclab: train attention models on in-context regression and check them against
@@ -94,8 +101,11 @@ def _interrupted(args: list[str], terminated: bool) -> int:
     return _fail(what + hint, 143 if terminated else 130)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return (and, from the console script, exit with) the exit code."""
+def main(argv: Sequence[str] | None = None, registries: Registries | None = None) -> int:
+    """Run the CLI; return (and, from the console script, exit with) the exit code.
+    ``registries``: the models, families and claim kinds the commands use (default: the
+    built-ins), so that kinds and families registered in Python reach ``iclab sweep`` and
+    ``iclab theory``."""
     args = list(sys.argv[1:] if argv is None else argv)
     previous = signal.getsignal(signal.SIGTERM)
     try:
@@ -103,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:  # not the main thread: leave SIGTERM alone
         previous = None
     try:
-        return _run(args)
+        return _run(args, registries)
     except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM during the imports
         return _interrupted(args, isinstance(error, Terminated))
     finally:
@@ -126,17 +136,17 @@ def _import_libraries() -> None:
         import iclab.cli.train  # noqa: F401
 
 
-def _run(args: list[str]) -> int:
+def _run(args: list[str], registries: Registries | None) -> int:
     _import_libraries()
     import click
 
     from iclab.errors import ConfigError
-    from iclab.experiments.claims import ClaimsNotHeldError
-    from iclab.experiments.sweep import SweepError
+    from iclab.experiments.claims.kind import ClaimsNotHeldError
+    from iclab.experiments.specs.sweep import SweepError
     from iclab.training.loop import TrainingDivergedError
 
     try:
-        build_cli(args).main(args=args, prog_name="iclab", standalone_mode=False)
+        build_cli(args, registries).main(args=args, prog_name="iclab", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as error:
         click.echo(error.ctx.get_help() if error.ctx else str(error))
         return 2

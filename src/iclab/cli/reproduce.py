@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from iclab.cli.sweep import executor_options, ray_options, sweep_and_report
-from iclab.experiments.spec import builtin_spec
+from iclab.experiments.registries import Registries
+from iclab.experiments.specs.spec import builtin_spec
 
 
 @click.command("reproduce")
@@ -15,9 +16,10 @@ from iclab.experiments.spec import builtin_spec
               help="Output folder [default: runs/reproduce, or runs/reproduce-quick].")
 @executor_options
 @ray_options
-def reproduce_command(quick: bool, out: str | None, executor: str, address: str | None,
-                      workers: int | None, quiet: bool, storage: str | None,
-                      connect_timeout: float | None) -> None:
+@click.pass_obj
+def reproduce_command(registries: Registries, quick: bool, out: str | None, executor: str,
+                      address: str | None, workers: int | None, quiet: bool,
+                      storage: str | None, connect_timeout: float | None) -> None:
     """Train the models behind each claim of the paper and report the verdicts.
 
     Theorem 1 (eta_hat against sigma and n), Theorem 2 (preconditioning by Sigma_x^-1),
@@ -29,5 +31,5 @@ def reproduce_command(quick: bool, out: str | None, executor: str, address: str 
     """
     name = "reproduce-quick" if quick else "reproduce"
     out = f"runs/{name}" if out is None else out  # "" is refused, not the default
-    sweep_and_report(lambda: builtin_spec(name), out, executor, address, workers, quiet,
-                     storage=storage, connect_timeout=connect_timeout)
+    sweep_and_report(lambda found: builtin_spec(name, found), registries, out, executor,
+                     address, workers, quiet, storage=storage, connect_timeout=connect_timeout)

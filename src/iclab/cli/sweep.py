@@ -8,9 +8,10 @@ from typing import Any
 
 import click
 
-from iclab.experiments.claims import Claim, ClaimsNotHeldError
-from iclab.experiments.spec import Spec, load_spec
-from iclab.experiments.sweep import EXECUTORS, check_sweep_dir, make_executor, run_sweep
+from iclab.experiments.claims.kind import Claim, ClaimsNotHeldError
+from iclab.experiments.registries import Registries
+from iclab.experiments.specs.spec import Spec, load_spec
+from iclab.experiments.specs.sweep import EXECUTORS, check_sweep_dir, make_executor, run_sweep
 from iclab.signals import stop_signals_deferred
 
 
@@ -61,25 +62,26 @@ def format_claims(claims: list[Claim]) -> str:
     return "\n".join(lines)
 
 
-def sweep_and_report(load: Callable[[], Spec], out: str, executor: str, address: str | None,
-                     workers: int | None, quiet: bool, *, storage: str | None = None,
-                     connect_timeout: float | None = None) -> None:
-    """Run the spec ``load`` returns into ``out``; with claims, write the report and raise
-    ClaimsNotHeldError (exit code 1) if one does not hold."""
+def sweep_and_report(load: Callable[[Registries], Spec], registries: Registries, out: str,
+                     executor: str, address: str | None, workers: int | None, quiet: bool, *,
+                     storage: str | None = None, connect_timeout: float | None = None) -> None:
+    """Run the spec ``load`` reads with the command's ``registries`` into ``out``; with
+    claims, write the report (by the same claim kinds) and raise ClaimsNotHeldError (exit
+    code 1) if one does not hold."""
     out_dir = check_sweep_dir(out)  # before Path(""), which is the current folder
     started = time.perf_counter()
     runner = make_executor(executor, workers, address, storage,  # bad options first
                            connect_timeout)
-    spec = load()
+    spec = load(registries)
     records = run_sweep(spec, out_dir, runner, progress=not quiet)
     click.echo(f"{len(records)} runs finished in {out_dir / 'runs'}; "
                f"results in {out_dir / 'results.csv'}")
     if not spec.claims:
         return
     with stop_signals_deferred():  # matplotlib: imported only when reporting
-        from iclab.experiments.report import write_report
+        from iclab.experiments.report.write import write_report
 
-    claims = write_report(spec, records, out_dir)
+    claims = write_report(spec, records, out_dir, registries.claims)
     click.echo(format_claims(claims))
     failed = sum(not claim.holds for claim in claims)
     click.echo(f"{len(claims) - failed} of {len(claims)} claims hold; report: "
@@ -95,14 +97,16 @@ def sweep_and_report(load: Callable[[], Spec], out: str, executor: str, address:
               help="Sweep folder: runs/<config hash>/, results.csv, timings.csv, report.")
 @executor_options
 @ray_options
-def sweep_command(spec: str, out: str, executor: str, address: str | None,
-                  workers: int | None, quiet: bool, storage: str | None,
+@click.pass_obj
+def sweep_command(registries: Registries, spec: str, out: str, executor: str,
+                  address: str | None, workers: int | None, quiet: bool, storage: str | None,
                   connect_timeout: float | None) -> None:
     """Run every point of the experiment spec SPEC (.toml or .json), skipping finished runs.
 
     Writes OUT/runs/<config hash>/ per run, OUT/results.csv and OUT/timings.csv, and, when
     the spec declares claims, OUT/claims.json, OUT/report.md, OUT/report.html and the figures.
-    Killed, it resumes when run again. Exit code 1 if a run fails or a claim does not hold.
+    A claim's kind may be a plug-in, ``kind = "my_claims.py:MyClaim"``. Killed, it resumes
+    when run again. Exit code 1 if a run fails or a claim does not hold.
     """
-    sweep_and_report(lambda: load_spec(spec), out, executor, address, workers, quiet,
-                     storage=storage, connect_timeout=connect_timeout)
+    sweep_and_report(lambda found: load_spec(spec, found), registries, out, executor, address,
+                     workers, quiet, storage=storage, connect_timeout=connect_timeout)

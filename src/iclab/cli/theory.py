@@ -11,10 +11,10 @@ import numpy as np
 
 from iclab.config.train import RunConfig, TaskConfig
 from iclab.errors import ConfigError
+from iclab.experiments.registries import Registries
 from iclab.fields import check_value, field_infos
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariance import load_covariance
-from iclab.tasks.registry import FamilyRegistry
 from iclab.theory.bayes import check_bayes_prompts
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
 from iclab.theory.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
@@ -117,9 +117,11 @@ def _files_apply(family: str, files: dict[str, str | None]) -> None:
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the Monte Carlo estimates (0 to 2**62).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
 def theory_command(
-    d: int, n: int, sigma: float, cov_x: str | None, cov_w: str | None, family: str,
-    width: int | None, x_law: str | None, context_correlation: float | None,
+    registries: Registries, d: int, n: int, sigma: float, cov_x: str | None,
+    cov_w: str | None, family: str, width: int | None, x_law: str | None,
+    context_correlation: float | None,
     context_covariance: str | None, monte_carlo: bool, precision: float, bayes_prompts: int,
     layers: int | None, preconditioned: bool, seed: int, as_json: bool,
 ) -> None:
@@ -145,7 +147,7 @@ def theory_command(
     if not (math.isfinite(precision) and MIN_PRECISION <= precision <= MAX_PRECISION):
         raise ConfigError(f"--precision must be a number from {MIN_PRECISION:g} to "
                           f"{MAX_PRECISION:g}, got {precision}")
-    families = FamilyRegistry()
+    families = registries.families
     law = None if x_law == "gaussian" else x_law  # the default, as in iclab train
     scalars: dict[str, Any] = {"x_law": law, "context_correlation": context_correlation}
     families.make_family(family, d, n, sigma, width, **scalars)  # every scalar before any file

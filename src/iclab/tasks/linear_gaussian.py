@@ -23,6 +23,7 @@ import torch
 from iclab.batches import GaussianStatistics, Prompts, ZStatistics
 from iclab.tasks.base import check_scalars
 from iclab.tasks.covariance import covariance_or_identity, validate_covariance
+from iclab.tasks.wishart import sample_z_statistics
 
 
 def _cholesky_or_none(cov: np.ndarray | None) -> np.ndarray | None:
@@ -141,6 +142,4 @@ class LinearGaussian:
     ) -> ZStatistics:
         """Draw the statistics (Z, x_q, y_q) any depth of LSA reads: (d+1)(d+2)/2 + 2d + 1
         numbers per prompt whatever n is (``iclab.tasks.wishart``)."""
-        from iclab.tasks.wishart import sample_z_statistics
-
         return sample_z_statistics(self, batch, generator, dtype)

@@ -22,6 +22,8 @@ without a copy.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 import torch
 
@@ -29,7 +31,30 @@ from iclab.batches import ZStatistics
 from iclab.errors import ConfigError
 from iclab.seeding import numpy_generator
 from iclab.tasks.base import check_batch
-from iclab.tasks.linear_gaussian import LinearGaussian
+
+
+class GaussianLaw(Protocol):
+    """What the Z sampler reads of a linear Gaussian family (``LinearGaussian``): its sizes,
+    noise, name, whether it is Gaussian, and its covariances (None: the identity)."""
+
+    @property
+    def d(self) -> int: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def sigma(self) -> float: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def gaussian(self) -> bool: ...
+    @property
+    def cov_x(self) -> np.ndarray | None: ...
+    @property
+    def cov_w(self) -> np.ndarray | None: ...
+    @property
+    def sigma_x(self) -> np.ndarray: ...
+    @property
+    def sigma_w(self) -> np.ndarray: ...
 
 
 def wishart_factor(
@@ -69,7 +94,7 @@ def _cholesky(cov: np.ndarray, dtype: torch.dtype, device: torch.device) -> torc
 
 
 def sample_z_statistics(
-    task: LinearGaussian,
+    task: GaussianLaw,
     batch: int,
     generator: torch.Generator,
     dtype: torch.dtype = torch.float32,

@@ -1,0 +1,199 @@
+"""Verdicts: each claim of a spec checked against its group's results with an explicit tolerance.
+
+A claim kind is a small class (``ClaimKind``) with its own options, statements, tolerance
+semantics and figures; kinds live in a ``ClaimRegistry`` (``iclab.experiments.claims.registry``:
+the built-ins registered exactly as a new kind would be), so a new report section is a new
+class, not a branch. Claims read result.json numbers, the run's config and the files the sweep
+wrote for them (``measurements``) only: checking a claim never trains or evaluates a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from iclab.errors import ConfigError
+from iclab.experiments.claims.parameters import ClaimParameter, check_parameters
+from iclab.experiments.figures.figure_file import FigureFile
+from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
+from iclab.experiments.specs.results import RunRecord, Site, axis_value
+from iclab.experiments.specs.spec import Spec
+
+
+class ClaimsNotHeldError(RuntimeError):
+    """Some claims do not hold; the message says how many and where the report is."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One verdict; ``to_json`` gives claims.json's {claim, holds, metric, value, theory,
+    tolerance}. ``section``, ``group`` and ``site`` place it in the report; ``tolerance_label``
+    says how the report shows the tolerance ("" for a relative one: "2%")."""
+
+    claim: str
+    holds: bool
+    metric: str
+    value: float
+    theory: float
+    tolerance: float
+    section: str
+    group: str
+    site: str
+    tolerance_label: str = ""
+
+    @property
+    def tolerance_text(self) -> str:
+        """The tolerance as the report shows it: the label, or a percentage."""
+        return self.tolerance_label or f"{100 * self.tolerance:g}%"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"claim": self.claim, "holds": self.holds, "metric": self.metric,
+                "value": self.value, "theory": self.theory, "tolerance": self.tolerance}
+
+
+class KindLookup(Protocol):
+    """Claim kinds by name (a ``ClaimRegistry``)."""
+
+    def get(self, name: str) -> ClaimKind:
+        """The kind called ``name``."""
+
+
+class ClaimContext:
+    """What a claim may need beyond its group's results: a cache shared by the claims of
+    one evaluation (the Monte Carlo Bayes risk of a site, say), the sweep folder
+    ``out_dir`` (None when the claims are checked on records alone), where run ``run_id``'s
+    folder is ``out_dir/runs/<run_id>``, the spec and all records (for claims that compare
+    groups, and for figures; None outside ``evaluate_claims``), and the claim kinds
+    (``kinds``, for a figure that shows several kinds' claims)."""
+
+    def __init__(self, cache: dict[Any, Any] | None = None,
+                 out_dir: str | Path | None = None, spec: Spec | None = None,
+                 records: dict[str, RunRecord] | None = None,
+                 kinds: KindLookup | None = None) -> None:
+        self.cache: dict[Any, Any] = {} if cache is None else cache
+        self.out_dir = None if out_dir is None else Path(out_dir)
+        self.spec = spec
+        self.records = records
+        self.kinds = kinds
+
+    def sweep(self, what: str) -> tuple[Spec, dict[str, RunRecord], Path]:
+        """The spec, the records and the sweep folder; ConfigError saying that ``what`` needs
+        them when the context lacks one."""
+        if self.spec is None or self.records is None or self.out_dir is None:
+            raise ConfigError(f"{what} needs the spec, the records and the sweep folder")
+        return self.spec, self.records, self.out_dir
+
+    def kind(self, name: str) -> ClaimKind:
+        """The claim kind called ``name`` (ConfigError without ``kinds``)."""
+        if self.kinds is None:
+            raise ConfigError(f"claim kind {name!r}: the context has no claim kinds")
+        return self.kinds.get(name)
+
+
+DEPTH_KEYS = ("layers", "parameterisation", "looped")
+"""Model options of the L-layer lsa that ``describe`` names when a run sets them."""
+
+
+def describe(site: Site, depth: bool = False, omit: str = "") -> str:
+    """The setting of a site in words: family, d, n, sigma, a covariate law or AR(1) rho where
+    set, non-identity covariances; the L-layer options where a run sets them or the group
+    sweeps them, or always (layers, parameterisation, looped when true) with ``depth``;
+    ``omit``: a key to leave out."""
+    config, point = site.config, site.records[0].point
+    config = {**config, **{k: v for k, v in site.values.items() if k in DEPTH_KEYS}}
+    if depth:
+        config = {**config, **{key: axis_value(point, key) for key in DEPTH_KEYS[:2]}}
+    parts = [str(config["family"]), f"d={config['d']}", f"n={config['n']}",
+             f"sigma={config['sigma']}"]
+    parts += [f"{key}={config[key]}" for key in ("x_law", "context_correlation")
+              if config.get(key) is not None]
+    if config.get("width") is not None:
+        parts.append(f"width={config['width']}")
+    if config.get("model") is not None:
+        parts.append(f"model={config['model']}")
+    parts += [f"{key}={config[key]}" for key in DEPTH_KEYS if config.get(key) not in
+              (None, False)]
+    parts += [f"{name}={label}" for name, label in
+              (("Sigma_x", point.cov_x_label), ("Sigma_w", point.cov_w_label)) if label != "I"]
+    parts = [part for part in parts if not (omit and part.startswith(f"{omit}="))]
+    return ", ".join(parts) + f"; {len(site.records)} seed{'s' * (len(site.records) > 1)}"
+
+
+def seeds_phrase(site: Site) -> str:
+    return f"over {len(site.records)} seed{'s' * (len(site.records) > 1)}"
+
+
+class ClaimKind:
+    """A kind of claim. Subclasses set ``name``, ``options`` (option -> allowed values, the
+    first the default), ``statements`` (the chosen option's value, or "" -> the default
+    wording) and implement ``check_site`` (one claim per site) or override ``check`` (claims
+    over the whole group). A kind may also declare ``parameters``: extra keys of any type
+    (numbers, lists, ...), each checked by its ``ClaimParameter``; ``validate_parameters``
+    may add checks across them."""
+
+    name: ClassVar[str] = ""
+    options: ClassVar[dict[str, tuple[str, ...]]] = {}
+    statements: ClassVar[dict[str, str]] = {}
+    parameters: ClassVar[dict[str, ClaimParameter]] = {}
+
+    def validate_parameters(self, raw: dict[str, Any], where: str) -> dict[str, Any]:
+        """The checked values of the declared parameters from a claim's raw table (defaults
+        filled in); ConfigError, one line starting with ``where``, on a bad value."""
+        return check_parameters(self.parameters, raw, where)
+
+    def check_groups(self, parameters: dict[str, Any], group: str, groups: set[str],
+                     where: str) -> None:
+        """Checks of the checked ``parameters`` against the spec's group names (a parameter
+        naming another group, say); ConfigError, one line starting with ``where``."""
+
+    def measurements(self, parameters: dict[str, Any]) -> tuple[RunMeasurement, ...]:
+        """What each run of the claim's group must be measured on beyond result.json (the
+        checked ``parameters`` say what): the sweep makes these measurements after training
+        and writes them into the run folders; the kind's checks read them. None by default."""
+        return ()
+
+    def figure_key(self, spec: ClaimSpec) -> tuple[str, str] | None:
+        """The figure the claim appears in: the claims of a spec with the same key share one,
+        drawn by the first one's kind (``draw_figures``); None: the claim has no figure."""
+        return None
+
+    def figure_covers(self, claims: list[ClaimSpec]) -> set[tuple[str, str]]:
+        """The keys of other figures that this kind's figure of ``claims`` shows as well, so
+        the report leaves them out (none by default)."""
+        return set()
+
+    def draw_figures(self, claims: list[ClaimSpec],
+                     context: ClaimContext) -> list[FigureFile]:
+        """Draw the figure of ``claims`` (one key; the first is this kind's) into the sweep
+        folder and return its files; the context holds the spec, records and folder."""
+        return []
+
+    def reference_loss(self, spec: ClaimSpec, site: Site,
+                       context: ClaimContext) -> float | None:
+        """The loss a figure of test losses draws beside the site's (the Bayes risk, say), or
+        None (the default)."""
+        return None
+
+    def option(self, spec: ClaimSpec) -> str:
+        """The value of the kind's option ("" for kinds without one)."""
+        return next(iter(spec.options.values()), "")
+
+    def statement(self, spec: ClaimSpec) -> str:
+        return spec.statement or self.statements[self.option(spec)]
+
+    def text(self, spec: ClaimSpec, site: Site) -> str:
+        return f"{spec.section}: {self.statement(spec)} [{describe(site)}]"
+
+    def check(self, spec: ClaimSpec, group_sites: list[Site],
+              context: ClaimContext) -> list[Claim]:
+        return [self.check_site(spec, site, context) for site in group_sites]
+
+    def check_site(self, spec: ClaimSpec, site: Site, context: ClaimContext) -> Claim:
+        raise NotImplementedError(f"claim kind {self.name} is not checked per site")
+
+    def claim(self, spec: ClaimSpec, site: Site, holds: bool, metric: str, value: float,
+              theory: float, tolerance_label: str = "") -> Claim:
+        """A Claim of this kind at ``site`` (the text from the statement and the site)."""
+        return Claim(self.text(spec, site), bool(holds), metric, float(value), float(theory),
+                     spec.tolerance, spec.section, spec.group, site.label, tolerance_label)

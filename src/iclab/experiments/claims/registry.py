@@ -1,0 +1,94 @@
+"""Claim kinds by name, and every claim of a spec checked on its runs.
+
+A ``ClaimRegistry`` holds the built-in kinds (``register_builtin_claims``, registered exactly
+as a user's kind is) and those registered on it. A spec may also name a kind as a plug-in
+reference, ``kind = "my_claims.py:SlopeClaim"`` or ``"my_package.claims:SlopeClaim"`` (see
+``iclab.plugins``): the class is loaded when the spec is read, instantiated once and
+registered under that reference, so the checks and the report of the same command use it.
+No registry is global: the command owns one (``iclab.experiments.registries``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+from iclab.errors import ConfigError
+from iclab.experiments.claims.covariates import COVARIATE_KINDS
+from iclab.experiments.claims.depth import DEPTH_KINDS
+from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
+from iclab.experiments.claims.shift import ShiftClaim
+from iclab.experiments.claims.theorems import THEOREM_KINDS
+from iclab.experiments.specs.results import RunRecord, sites
+from iclab.experiments.specs.spec import Spec
+from iclab.plugins import is_plugin_reference, load_plugin
+
+
+def load_claim_kind(reference: str) -> ClaimKind:
+    """An instance of the ``ClaimKind`` subclass named by the plug-in ``reference``;
+    ConfigError (one line) when it cannot be loaded, is not such a class, or cannot be made
+    without arguments."""
+    kind_class = load_plugin(reference, "claim kind")
+    if not (inspect.isclass(kind_class) and issubclass(kind_class, ClaimKind)):
+        raise ConfigError(f"claim kind {reference!r} must be a subclass of "
+                          f"iclab.experiments.claims.kind.ClaimKind, got {kind_class!r}")
+    try:
+        return kind_class()
+    except Exception as error:
+        raise ConfigError(f"claim kind {reference!r}: {kind_class.__name__}() failed "
+                          f"({type(error).__name__}: {error})") from None
+
+
+class ClaimRegistry:
+    """Claim kinds by name: the built-ins (unless ``builtins=False``), those registered, and
+    plug-in references (loaded and registered on first use)."""
+
+    def __init__(self, builtins: bool = True) -> None:
+        self._kinds: dict[str, ClaimKind] = {}
+        if builtins:
+            register_builtin_claims(self)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._kinds)
+
+    def register(self, kind: ClaimKind, name: str | None = None) -> None:
+        """Add ``kind`` under ``name`` (default: its ``name``), which must be new."""
+        key = name or kind.name
+        if not key or key in self._kinds:
+            raise ConfigError(f"claim kind {key!r} is empty or already registered")
+        self._kinds[key] = kind
+
+    def get(self, name: str) -> ClaimKind:
+        """The kind called ``name``; a plug-in reference is loaded and registered."""
+        kind = self._kinds.get(name)
+        if kind is not None:
+            return kind
+        if is_plugin_reference(name):
+            kind = load_claim_kind(name)
+            self.register(kind, name)
+            return kind
+        raise ConfigError(f"kind must be one of {', '.join(self._kinds)} or a plug-in "
+                          f"(MODULE:CLASS, FILE.py:CLASS); got {name!r}")
+
+
+def register_builtin_claims(registry: ClaimRegistry) -> None:
+    """Register iclab's claim kinds, exactly as a new kind would be registered."""
+    for kind_class in (*THEOREM_KINDS, ShiftClaim, *DEPTH_KINDS, *COVARIATE_KINDS):
+        registry.register(kind_class())
+
+
+def evaluate_claims(
+    spec: Spec, records: dict[str, RunRecord], registry: ClaimRegistry,
+    cache: dict[Any, Any] | None = None, out_dir: str | Path | None = None,
+) -> list[Claim]:
+    """Every claim of ``spec`` on the finished ``records``, in spec order, by the kinds of
+    ``registry``; ``out_dir`` is the sweep folder, for kinds that read files the sweep wrote
+    in the runs' folders."""
+    context = ClaimContext(cache, out_dir, spec, records, registry)
+    claims: list[Claim] = []
+    for claim_spec in spec.claims:
+        group_sites = sites(spec, records, claim_spec.group)
+        claims.extend(registry.get(claim_spec.kind).check(claim_spec, group_sites, context))
+    return claims

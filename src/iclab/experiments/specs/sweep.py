@@ -1,0 +1,170 @@
+"""Running a spec: every point is a run folder DIR/runs/<config hash>/, finished ones skipped.
+
+``run_sweep`` hands the unfinished runs to an executor (local processes or Ray), shows one
+progress bar for the whole sweep, makes the measurements the spec's claims need beyond
+result.json (``ClaimSpec.measurements``: the shift claims' shifted test laws) in the run
+folders, and writes results.csv and timings.csv from the run folders.
+A sweep killed at any moment and started again resumes every unfinished run from its
+checkpoint and ends with the same results as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from tqdm import tqdm
+
+from iclab.config.train import TrainConfig
+from iclab.errors import ConfigError
+from iclab.experiments.executors.local import Executor, LocalExecutor, RunOutcome, RunTask
+from iclab.experiments.specs.results import (
+    RunRecord,
+    is_finished,
+    load_records,
+    run_dir,
+    write_tables,
+)
+from iclab.experiments.specs.spec import Point, Spec
+
+EXECUTORS = ("local", "ray")
+
+
+class SweepError(RuntimeError):
+    """Some runs failed; the message names how many and the first failure."""
+
+
+def estimated_cost(config: TrainConfig) -> float:
+    """A rough relative cost of a run: training draws plus the test-loss prompts."""
+    n = config.task.n
+    per_prompt = 1.0 if config.resolved_sampler() == "statistics" else 0.3 * (n + 1)
+    return (config.optim.steps * config.optim.batch * per_prompt
+            + 0.5 * config.run.eval_prompts * (n + 1))
+
+
+def make_executor(name: str, workers: int | None = None, address: str | None = None,
+                  storage: str | None = None, connect_timeout: float | None = None) -> Executor:
+    """The executor called ``name`` ("local" or "ray"); ``address``, ``storage`` and
+    ``connect_timeout`` apply to Ray only (see ``iclab.experiments.executors.ray_executor``)."""
+    if name == "local":
+        for option, value in (("--address", address), ("--storage", storage),
+                              ("--connect-timeout", connect_timeout)):
+            if value is not None:
+                raise ConfigError(f"{option} applies only to --executor ray")
+        return LocalExecutor(workers)
+    if name == "ray":
+        from iclab.experiments.executors.ray_executor import RayExecutor
+
+        return RayExecutor(address, workers, storage, connect_timeout)
+    raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}; got {name!r}")
+
+
+def check_sweep_dir(out_dir: str | Path) -> Path:
+    """``out_dir`` as a Path if a sweep folder can be created or reused there (it and its
+    runs/ and runs/.locks are folders or absent, not below a file); ConfigError otherwise."""
+    if str(out_dir).strip() == "":
+        raise ConfigError("--out must name a folder, got an empty string")
+    out_dir = Path(out_dir)
+    try:
+        for path in (out_dir, out_dir / "runs", out_dir / "runs" / ".locks"):
+            if path.exists() and not path.is_dir():
+                raise ConfigError(f"{path} exists and is not a folder")
+        ancestor = out_dir
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            raise ConfigError(f"--out {out_dir}: {ancestor} is a file, not a folder")
+    except OSError as error:  # a name too long, a loop of links
+        raise ConfigError(f"--out {out_dir}: {error.strerror or type(error).__name__}") \
+            from None
+    return out_dir
+
+
+def prepare_sweep_dir(out_dir: str | Path) -> Path:
+    """Create OUT/runs/.locks after ``check_sweep_dir``; ConfigError if that fails."""
+    out_dir = check_sweep_dir(out_dir)
+    try:
+        (out_dir / "runs" / ".locks").mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(f"--out {out_dir}: cannot create the sweep folder "
+                          f"({error.strerror or type(error).__name__})") from None
+    return out_dir
+
+
+def _task(point: Point, out_dir: Path) -> RunTask:
+    return RunTask(run_id=point.run_id, config=point.config.to_json(),
+                   run_dir=str(run_dir(out_dir, point.run_id)),
+                   lock_path=str(out_dir / "runs" / ".locks" / f"{point.run_id}.lock"))
+
+
+def failure_message(failures: list[RunOutcome], total: int, shown: int = 5) -> str:
+    """One line: how many runs failed, which (the first ``shown``), the first error, and that
+    running again retries them (finished runs are kept)."""
+    names = ", ".join(f.run_id for f in failures[:shown])
+    more = f" and {len(failures) - shown} more" if len(failures) > shown else ""
+    return (f"{len(failures)} of {total} runs failed ({names}{more}; first error: "
+            f"{failures[0].error}); run the same command again to retry them, finished runs "
+            "are kept")
+
+
+def _check_writable(out_dir: Path) -> None:
+    """ConfigError unless ``out_dir`` is a folder, or can be created, and can be written."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"{out_dir} exists and is not a folder")
+    existing = out_dir.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot write the sweep folder {out_dir}: {existing} is not a "
+                          "writable folder")
+    try:  # permissions can lie (root, special file systems): try, and leave nothing behind
+        os.rmdir(tempfile.mkdtemp(prefix=".iclab-probe-", dir=existing))
+    except OSError as error:
+        raise ConfigError(f"cannot write the sweep folder {out_dir}: {existing} is not a "
+                          f"writable folder ({error.strerror or type(error).__name__})") from None
+
+
+def run_sweep(
+    spec: Spec, out_dir: Path, executor: Executor, progress: bool = True
+) -> dict[str, RunRecord]:
+    """Run every unfinished point of ``spec`` under ``out_dir``; return all records.
+
+    Raises SweepError when a run fails (the others still finish; run again to retry).
+    """
+    out_dir = check_sweep_dir(out_dir)
+    _check_writable(out_dir)  # created as runs finish: a sweep that cannot start leaves none
+    points = spec.points()
+    pending = [p for p in points if not is_finished(out_dir, p.run_id)]
+    pending.sort(key=lambda p: -estimated_cost(p.config))  # longest first: a shorter sweep
+    failures: list[RunOutcome] = []
+    bar = tqdm(total=len(points), initial=len(points) - len(pending), unit="run",
+               desc=f"sweep {spec.name}", disable=not progress, dynamic_ncols=True)
+
+    def on_done(outcome: RunOutcome) -> None:
+        bar.update(1)
+        if outcome.error is not None:
+            failures.append(outcome)
+            bar.write(f"run {outcome.run_id} failed: {outcome.error}")
+
+    try:
+        executor.run([_task(p, out_dir) for p in pending], on_done)
+    finally:
+        bar.close()
+    if failures:
+        raise SweepError(failure_message(failures, len(points)))
+    records = load_records(spec, out_dir)
+    measure_runs(spec, out_dir)
+    write_tables(records, out_dir)
+    return records
+
+
+def measure_runs(spec: Spec, out_dir: Path) -> None:
+    """Make every measurement the spec's claims need on the finished runs of their groups
+    (in claim order, each run once per measurement; those already made are kept)."""
+    for claim in spec.claims:
+        for measurement in claim.measurements:
+            for point in spec.group(claim.group).points:
+                folder = run_dir(out_dir, point.run_id)
+                if not measurement.is_done(folder):
+                    measurement.measure(folder)
