@@ -11,7 +11,7 @@ from iclab.experiments.specs.spec import builtin_spec
 
 @click.command("reproduce")
 @click.option("--quick", is_flag=True,
-              help="The smaller set (same claims, 3% tolerance): about 6 minutes on 2 cores.")
+              help="The smaller set (same claims, 3% tolerance): under 2 minutes on 2 cores.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder [default: runs/reproduce, or runs/reproduce-quick].")
 @executor_options
