@@ -147,8 +147,8 @@ class LinearSelfAttention(Model):
 
     @classmethod
     def training_defaults(cls, options: Any) -> dict[str, Any]:
-        """The one-layer model keeps the global defaults; deeper models train on smaller
-        batches with clipped gradients, the full ones with a warm-up (``DEEP_TRAINING``)."""
+        """The one-layer model keeps the global defaults; deeper models take ``DEEP_TRAINING``,
+        the full ones with a warm-up (``FULL_DEEP_WARMUP``)."""
         if not options.deep:
             return {}
         warmup = {"warmup": FULL_DEEP_WARMUP} if options.parameterisation == "full" else {}
@@ -355,16 +355,12 @@ class LinearSelfAttention(Model):
 
 
 DEEP_TRAINING = {"steps": 500, "batch": 4096, "lr": 0.02, "clip_grad": 1.0}
-"""Optimiser defaults of the L-layer model, from a training study (benchmarks/README.md, the
-depth study): at lr 0.005 the sparse model's layers stay near their common start (a saddle of
-the L-step GD loss, which is symmetric in the steps) and L = 4 stalls; at 0.02 they separate.
-Gradients of rare prompts reach norms of 1e12: clipping at 1."""
-
+"""Optimiser defaults of the L-layer model (benchmarks/README.md, the depth study): at lr 0.005
+the sparse layers stay at their common start, a saddle of the L-step GD loss, and L = 4 stalls;
+rare prompts' gradients reach norms of 1e12."""
 FULL_DEEP_WARMUP = 50
-"""Warm-up steps of the full L-layer model. Adam's first steps move every weight by about lr
-whatever its gradient, which threw a rare prompt of a full model (a polynomial of degree 2L+1
-in the prompt) past float32 at step 5 (L = 4, seed 2); the sparse model, whose layers must
-separate early, trains without it."""
+"""Warm-up steps of the full L-layer model: Adam's first steps, about lr for every weight, threw
+a rare prompt past float32 (L = 4, seed 2); on the sparse model it delays the layers' split."""
 
 
 def _deep_model(d: int, options: Any, generator: torch.Generator | None,
