@@ -100,3 +100,31 @@ def test_reproduce_quick_holds_every_claim(tmp_path: Path) -> None:
     assert (out / "depth_depth.png").is_file()
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(list(out.glob("*.png"))) >= 6
+
+
+def test_reproduce_refuses_a_built_in_claim_without_a_source(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import iclab.cli.reproduce
+    from iclab.experiments.registries import Registries
+    from iclab.experiments.specs.spec import parse_spec
+
+    spec = parse_spec({"groups": [{"name": "iso", "d": 2, "n": 4}], "claims": [
+        {"section": "S", "kind": "eta", "group": "iso", "tolerance": 0.1, "source": "x"},
+        {"section": "S", "kind": "isotropy", "group": "iso", "tolerance": 0.1}]}, "t",
+        Registries())
+    monkeypatch.setattr(iclab.cli.reproduce, "builtin_spec", lambda name, found: spec)
+    assert main(["reproduce", "--quick", "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "needs a source; 1 have none, first S/isotropy/iso" in err
+    assert err.count("\n") == 1 and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("name", ["reproduce", "reproduce-quick"])
+def test_every_built_in_claim_has_a_source(name: str) -> None:
+    from iclab.cli.reproduce import sourced_spec
+    from iclab.experiments.registries import Registries
+
+    spec = sourced_spec(name, Registries())
+    assert all(claim.source.strip() for claim in spec.claims)
+    assert all(claim.group != "shift-softmax" for claim in spec.claims)  # measured only

@@ -41,20 +41,12 @@ from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.shifted import SCALE_KINDS, check_value, shifted_law
-from iclab.theory.shifted_population import shifted_population_loss
+from iclab.theory.shifted_population import gd_readout, shifted_population_loss
 from iclab.threads import intra_op_threads
 
 ELEMENTS_PER_CHUNK = 4_000_000
 PREDICTORS = ("model", "ols", "ridge", "gd", "bayes")
 Readout = tuple[np.ndarray, np.ndarray]
-
-
-def gd_readout(gamma_star: np.ndarray) -> Readout:
-    """(u, M) of x_q^T Gamma X^T y: u = e_{d+1}, M = [Gamma^T; 0]."""
-    d = gamma_star.shape[0]
-    u = np.zeros(d + 1)
-    u[d] = 1.0
-    return u, np.vstack([np.asarray(gamma_star, dtype=np.float64).T, np.zeros((1, d))])
 
 
 def _check_inputs(base: LinearGaussian, gamma_star: np.ndarray, readout: Readout | None,

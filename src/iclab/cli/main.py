@@ -58,7 +58,7 @@ def build_cli(args: list[str], registries: Registries | None = None) -> Any:
     from iclab.cli.reproduce import reproduce_command
     from iclab.cli.shift import shift_command
     from iclab.cli.sweep import sweep_command
-    from iclab.cli.theory import theory_command
+    from iclab.cli.theory import make_theory_command
     from iclab.cli.train import make_train_command
     from iclab.experiments.registries import Registries
     from iclab.plugins import is_plugin_reference
@@ -76,7 +76,7 @@ def build_cli(args: list[str], registries: Registries | None = None) -> Any:
         """iclab: train attention models on in-context regression and check them against
         the theory."""
 
-    for command in (make_train_command(models), theory_command, certify_command,
+    for command in (make_train_command(models), make_theory_command(), certify_command,
                     sweep_command, reproduce_command, shift_command, models_command,
                     families_command):
         cli.add_command(command)

@@ -7,21 +7,25 @@ import math
 from typing import Any
 
 import click
-import numpy as np
 
-from iclab.config.train import RunConfig, TaskConfig
+from iclab.cli.options import apply_options, declared_options, flag_name
+from iclab.cli.theory_shift import format_shift_rows, shift_rows_json
+from iclab.config.train import RunConfig, TaskConfig, TrainConfig
 from iclab.errors import ConfigError
 from iclab.experiments.registries import Registries
-from iclab.fields import check_value, field_infos
+from iclab.fields import check_value, coerce, field_infos, validate
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariance import load_covariance
+from iclab.tasks.registry import FamilyRegistry
+from iclab.tasks.shifted import SHIFT_KINDS, check_kind, parse_values
 from iclab.theory.bayes import check_bayes_prompts
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
 from iclab.theory.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
 from iclab.theory.rotation_invariant import DEFAULT_PRECISION
+from iclab.theory.shifted_optimum import shift_base, shifted_optimum_rows
 
-LAW_HELP = ("Law of the covariates, x = Sigma_x^(1/2) z: gaussian, uniform, rademacher, laplace, "
-            "student-t:NU (NU > 4) or MODULE:FUNCTION (linear-gaussian only) [default: gaussian].")
+MATRICES = ("cov_x", "cov_w", "context_covariance")
+"""The task's matrix options, read from .npy files: (d, d), (d, d) and (n+1, n+1)."""
 MIN_PRECISION, MAX_PRECISION = 1e-6, 0.5
 
 
@@ -74,72 +78,42 @@ def format_steps(steps: MultiStepOptimum) -> str:
     ])
 
 
-def _files_apply(family: str, files: dict[str, str | None]) -> None:
-    given = [name for name, path in files.items() if path is not None]
-    if given and family != "linear-gaussian":
-        verb = "applies" if len(given) == 1 else "apply"
-        raise ConfigError(f"{'/'.join(given)} {verb} only to --family linear-gaussian, not "
-                          f"{family!r}")
+def task_of(given: dict[str, Any], families: FamilyRegistry) -> tuple[TaskConfig, TaskFamily]:
+    """The task's declared fields (those given; the rest at their declared defaults) and the
+    family they make, built once. d, n, sigma and width are checked against their declared
+    bounds (those of iclab train) and the family's name and files' applicability before any
+    .npy file is read; the family checks its own parameters (x_law, context_correlation)."""
+    infos = field_infos(TaskConfig)
+    for name in ("d", "n"):
+        if name not in given:
+            raise ConfigError(f"{flag_name(name)} is required")
+    for name in ("d", "n", "sigma", "width"):
+        if name in given:
+            check_value(name, given[name], infos[name][1])
+    family = given.get("family", TaskConfig.family)
+    families.check_name(family)
+    files = [key for key in MATRICES if key in given]
+    if files and family != "linear-gaussian":
+        verb = "applies" if len(files) == 1 else "apply"
+        raise ConfigError(f"{'/'.join(flag_name(key) for key in files)} {verb} only to "
+                          f"--family linear-gaussian, not {family!r}")
+    sizes = {"cov_x": given["d"], "cov_w": given["d"], "context_covariance": given["n"] + 1}
+    fields = {**given, **{key: load_covariance(given[key], sizes[key]).tolist()
+                          for key in files}}
+    config = TaskConfig(**{key: coerce(value, infos[key][1]) for key, value in fields.items()})
+    task = TrainConfig(task=config).make_task(families)
+    validate(config)
+    return config, task
 
 
-@click.command("theory")
-@click.option("--d", "d", type=int, required=True, help="Input dimension d >= 1.")
-@click.option("--n", "n", type=int, required=True, help="Examples per prompt n >= 1.")
-@click.option("--sigma", type=float, required=True, help="Label noise sigma >= 0.")
-@click.option("--cov-x", type=click.Path(dir_okay=False),
-              help="Sigma_x as a (d, d) .npy file (linear-gaussian only).")
-@click.option("--cov-w", type=click.Path(dir_okay=False),
-              help="Sigma_w as a (d, d) .npy file (linear-gaussian only).")
-@click.option("--family", type=str, default="linear-gaussian", show_default=True,
-              help="linear-gaussian, relu, two-layer-relu, anisotropic or MODULE:FUNCTION.")
-@click.option("--width", type=int, default=None,
-              help="Hidden width m of two-layer-relu [default: 8].")
-@click.option("--x-law", type=str, default=None, help=LAW_HELP)
-@click.option("--context-correlation", type=float, default=None,
-              help="AR(1) correlation rho in (-1, 1) between a prompt's positions, the query "
-                   "last (linear-gaussian, gaussian x law).")
-@click.option("--context-covariance", type=click.Path(dir_okay=False),
-              help="Covariance R of a prompt's positions as an (n+1, n+1) .npy file, the query "
-                   "last (linear-gaussian, gaussian x law).")
-@click.option("--monte-carlo", is_flag=True,
-              help="Estimate by Monte Carlo even where a closed form exists.")
-@click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
-              help="Monte Carlo: stop once stderr(eta) <= PRECISION * eta (1e-6 to 0.5).")
-@click.option("--bayes-prompts", type=int, default=20_000, show_default=True,
-              help="Prompts for the Monte Carlo Bayes risk (linear Gaussian families; 0 skips "
-                   "it; exactly 0 when sigma = 0 and n >= d).")
-@click.option("--layers", type=int, default=None,
-              help="Also the optimal L-step gradient descent (steps, loss, Krylov bound), "
-                   f"L from 1 to {MAX_LAYERS}.")
-@click.option("--preconditioned", is_flag=True,
-              help="With --layers: also search the best preconditioned L-step GD (Monte "
-                   "Carlo; tens of seconds to minutes).")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed of the Monte Carlo estimates (0 to 2**62).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.pass_obj
-def theory_command(
-    registries: Registries, d: int, n: int, sigma: float, cov_x: str | None,
-    cov_w: str | None, family: str, width: int | None, x_law: str | None,
-    context_correlation: float | None,
-    context_covariance: str | None, monte_carlo: bool, precision: float, bayes_prompts: int,
-    layers: int | None, preconditioned: bool, seed: int, as_json: bool,
-) -> None:
-    """The optimal one-layer LSA for a task family: Gamma*, eta*, its loss and the Bayes risk.
-
-    JSON keys: gamma (d x d), eta (null where Gamma* is not a multiple of I), loss,
-    bayes_loss (null where not defined), method ("closed-form" or "monte-carlo"), stderr
-    (standard errors of the Monte Carlo values, null for closed forms), n_eff (correlated
-    contexts: the number of independent examples worth as much; null otherwise), and the
-    inputs.
-    """
-    task_fields, run_fields = field_infos(TaskConfig), field_infos(RunConfig)
-    for name, value in (("d", d), ("n", n), ("sigma", sigma), ("width", width)):
-        check_value(name, value, task_fields[name][1])  # the bounds iclab train has
-    check_value("seed", seed, run_fields["seed"][1])
+def _check_numbers(values: dict[str, Any]) -> None:
+    """The options that are not the task's: ConfigError naming the first bad one."""
+    check_value("seed", values["seed"], field_infos(RunConfig)["seed"][1])
+    layers, bayes_prompts, precision = values["layers"], values["bayes_prompts"], \
+        values["precision"]
     if layers is not None and not 1 <= layers <= MAX_LAYERS:
         raise ConfigError(f"--layers must be an integer from 1 to {MAX_LAYERS}, got {layers}")
-    if preconditioned and layers is None:
+    if values["preconditioned"] and layers is None:
         raise ConfigError("--preconditioned needs --layers")
     if bayes_prompts != 0 and bayes_prompts < 2:
         raise ConfigError(f"--bayes-prompts must be 0 (no Bayes risk) or an integer >= 2, got "
@@ -147,39 +121,93 @@ def theory_command(
     if not (math.isfinite(precision) and MIN_PRECISION <= precision <= MAX_PRECISION):
         raise ConfigError(f"--precision must be a number from {MIN_PRECISION:g} to "
                           f"{MAX_PRECISION:g}, got {precision}")
-    families = registries.families
-    law = None if x_law == "gaussian" else x_law  # the default, as in iclab train
-    scalars: dict[str, Any] = {"x_law": law, "context_correlation": context_correlation}
-    families.make_family(family, d, n, sigma, width, **scalars)  # every scalar before any file
-    _files_apply(family, {"--cov-x": cov_x, "--cov-w": cov_w,
-                          "--context-covariance": context_covariance})
-    sigma_x = None if cov_x is None else load_covariance(cov_x, d)
-    sigma_w = None if cov_w is None else load_covariance(cov_w, d)
-    positions = None if context_covariance is None else load_covariance(context_covariance,
-                                                                         n + 1)
-    task = families.make_family(family, d, n, sigma, width, sigma_x, sigma_w, **scalars,
-                                context_covariance=positions)
+    if (values["shift"] is None) != (values["values"] is None):
+        raise ConfigError("--shift and --values go together: --shift KIND --values V1,V2,...")
+
+
+def theory_command(
+    registries: Registries, monte_carlo: bool, precision: float, bayes_prompts: int,
+    layers: int | None, preconditioned: bool, seed: int, shift: str | None,
+    values: str | None, as_json: bool,
+    **task_options: Any,
+) -> None:
+    """The optimal one-layer LSA for a task family: Gamma*, eta*, its loss and the Bayes risk.
+
+    JSON keys: gamma (d x d), eta (null where Gamma* is not a multiple of I), loss,
+    bayes_loss (null where not defined), method ("closed-form" or "monte-carlo"), stderr
+    (standard errors of the Monte Carlo values, null for closed forms), n_eff (correlated
+    contexts: the number of independent examples worth as much; null otherwise), and the
+    inputs. With --shift KIND --values V1,...: also shift (the kind) and rows, one per value:
+    value, lsa_loss (the exact loss of this optimal LSA under the shifted test law),
+    bayes_loss, bayes_loss_stderr (the Bayes risk of the test law) and ratio.
+    """
+    _check_numbers({"seed": seed, "layers": layers, "preconditioned": preconditioned,
+                    "bayes_prompts": bayes_prompts, "precision": precision, "shift": shift,
+                    "values": values})
+    shift_values = None if shift is None else parse_values(check_kind(shift), str(values))
+    given = {key: value for key, value in task_options.items() if value is not None}
+    config, task = task_of(given, registries.families)
+    d, n, sigma = config.d, config.n, config.sigma
+    if shift is not None:
+        shift_base(task)  # a linear Gaussian law, before any work
     if task.gaussian and bayes_prompts > 0:
         check_bayes_prompts(d, n, sigma, bayes_prompts, "--bayes-prompts")
+    rows = None if shift_values is None else shifted_optimum_rows(
+        task, str(shift), shift_values, bayes_prompts, seed)
     optimum = family_optimum(task, monte_carlo=monte_carlo, precision=precision, seed=seed,
                              bayes=bayes_prompts > 0, bayes_prompts=bayes_prompts)
     steps = None if layers is None else multistep_optimum(
         task, layers, seed=seed, monte_carlo=monte_carlo, preconditioned=preconditioned)
     if not as_json:
-        click.echo(format_optimum(family, task, optimum))
+        click.echo(format_optimum(config.family, task, optimum))
         if steps is not None:
             click.echo(format_steps(steps))
+        if rows is not None:
+            click.echo(format_shift_rows(str(shift), rows))
         return
-    record: dict[str, Any] = {"family": family, "d": d, "n": n, "sigma": sigma}
-    if family == "two-layer-relu":
+    record: dict[str, Any] = {"family": config.family, "d": d, "n": n, "sigma": sigma}
+    if config.family == "two-layer-relu":
         record["width"] = getattr(task, "width", None)
-    if sigma_x is not None or sigma_w is not None:
-        record["cov_x"] = None if sigma_x is None else np.asarray(sigma_x).tolist()
-        record["cov_w"] = None if sigma_w is None else np.asarray(sigma_w).tolist()
-    record.update({key: value for key, value in scalars.items() if value is not None})
-    if positions is not None:
-        record["context_covariance"] = positions.tolist()
+    if config.cov_x is not None or config.cov_w is not None:
+        record["cov_x"], record["cov_w"] = config.cov_x, config.cov_w
+    record.update({key: given[key] for key in ("x_law", "context_correlation") if key in given})
+    if config.context_covariance is not None:
+        record["context_covariance"] = config.context_covariance
     record.update(optimum.to_json())
     if steps is not None:
         record.update(steps.to_json())
+    if rows is not None:
+        record.update(shift_rows_json(str(shift), rows))
     click.echo(json.dumps(record, allow_nan=False))
+
+
+def make_theory_command() -> click.Command:
+    """The ``theory`` command: the task's options generated from its declared fields
+    (``iclab.config.train.TaskConfig``, as ``iclab train``), then the theory's own."""
+    options = [
+        *declared_options([(TaskConfig, "")]),
+        click.option("--monte-carlo", is_flag=True,
+                     help="Estimate by Monte Carlo even where a closed form exists."),
+        click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
+                     help="Monte Carlo: stop once stderr(eta) <= PRECISION * eta (1e-6 to "
+                          "0.5)."),
+        click.option("--bayes-prompts", type=int, default=20_000, show_default=True,
+                     help="Prompts for the Monte Carlo Bayes risk (linear Gaussian families; 0 "
+                          "skips it; exactly 0 when sigma = 0 and n >= d)."),
+        click.option("--layers", type=int, default=None,
+                     help="Also the optimal L-step gradient descent (steps, loss, Krylov "
+                          f"bound), L from 1 to {MAX_LAYERS}."),
+        click.option("--preconditioned", is_flag=True,
+                     help="With --layers: also search the best preconditioned L-step GD "
+                          "(Monte Carlo; tens of seconds to minutes)."),
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seed of the Monte Carlo estimates (0 to 2**62)."),
+        click.option("--shift", type=str, default=None,
+                     help="Also this optimal LSA under shifted test laws: "
+                          f"{', '.join(SHIFT_KINDS)} (as iclab shift; linear Gaussian "
+                          "families)."),
+        click.option("--values", type=str, default=None,
+                     help="With --shift: the shifted values, comma-separated (\"1,2,4\")."),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+    ]
+    return click.command("theory")(apply_options(click.pass_obj(theory_command), options))

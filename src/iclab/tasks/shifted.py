@@ -36,6 +36,9 @@ from iclab.tasks.linear_gaussian import LinearGaussian
 
 SHIFT_KINDS = ("n", "sigma", "x-scale", "query-scale", "w-scale", "w-mean")
 SCALE_KINDS = ("x-scale", "query-scale", "w-scale")
+TRAINING_VALUE = {**{kind: 1.0 for kind in SCALE_KINDS}, "w-mean": 0.0}
+"""The value of a shift that gives back the training law, where it does not depend on the law
+(n and sigma: the training law's own)."""
 _ALLOWED = {
     "n": "an integer >= 1",
     "sigma": "a finite number >= 0",
@@ -119,7 +122,7 @@ def check_kind(kind: str) -> str:
 def check_value(kind: str, value: float) -> float | int:
     """The value as the kind uses it (an int for ``n``); ConfigError if it is not allowed."""
     check_kind(kind)
-    bad = ConfigError(f"--kind {kind}: value {value!r} is not allowed; it must be "
+    bad = ConfigError(f"shift {kind}: value {value!r} is not allowed; it must be "
                       f"{_ALLOWED[kind]}")
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise bad
@@ -147,7 +150,7 @@ def parse_values(kind: str, text: str) -> list[float]:
         try:
             number = float(part)
         except ValueError:
-            raise ConfigError(f"--values: {part!r} is not a number; --kind {kind} takes "
+            raise ConfigError(f"--values: {part!r} is not a number; shift {kind} takes "
                               f"{_ALLOWED[kind]}") from None
         values.append(float(check_value(kind, number)))
     if len(set(values)) != len(values):
@@ -177,5 +180,5 @@ def shifted_law(base: LinearGaussian, kind: str, value: float) -> GaussianTestLa
     try:
         return GaussianTestLaw(d, n, sigma, cov_x, cov_q, cov_w, mean)
     except ConfigError:  # a scale so extreme that c^2 Sigma under- or overflows float64
-        raise ConfigError(f"--kind {kind}: value {value!r} is too extreme: the shifted "
+        raise ConfigError(f"shift {kind}: value {value!r} is too extreme: the shifted "
                           f"covariance is not finite and positive definite in float64") from None

@@ -1,8 +1,10 @@
 """The Bayes risk of linear Gaussian tasks by Monte Carlo (docs/theory.md section 7).
 
 The posterior mean is ridge with penalty sigma^2 Sigma_w^{-1}; its risk given X is
-sigma^2 + tr(Sigma_x C), C = Cov(w | X) the posterior covariance, averaged here over X
-(a Rao-Blackwellised estimate: only X is sampled). Two equal forms of C are used:
+sigma^2 + tr(Sigma_q C), C = Cov(w | X) the posterior covariance and Sigma_q the query's
+covariance (Sigma_x unless the query law is shifted, docs/theory.md section 13), averaged here
+over X (a Rao-Blackwellised estimate: only X is sampled). The prior's mean does not enter C, so
+a task law off centre has the same risk. Two equal forms of C are used:
 
 - n >= d: C = sigma^2 (X^T X + sigma^2 Sigma_w^{-1})^{-1}, (d, d). It depends on X only through
   S = X^T X ~ Wishart(n, Sigma_x), drawn by Bartlett's decomposition (d (d+1) / 2 numbers, any
@@ -64,22 +66,22 @@ def _wishart(chol_x: torch.Tensor, n: int, size: int, generator: torch.Generator
     return LA @ LA.transpose(1, 2)
 
 
-def _risks_full_rank(S: torch.Tensor, sigma: float, cov_x: torch.Tensor,
+def _risks_full_rank(S: torch.Tensor, sigma: float, cov_q: torch.Tensor,
                      precision_w: torch.Tensor) -> torch.Tensor:
-    """sigma^2 + sigma^2 tr(Sigma_x (S + sigma^2 Sigma_w^{-1})^{-1}) per draw of S: (B,)."""
+    """sigma^2 + sigma^2 tr(Sigma_q (S + sigma^2 Sigma_w^{-1})^{-1}) per draw of S: (B,)."""
     inverse = torch.linalg.inv(S + sigma**2 * precision_w)
-    return sigma**2 + sigma**2 * torch.einsum("ij,bji->b", cov_x, inverse)
+    return sigma**2 + sigma**2 * torch.einsum("ij,bji->b", cov_q, inverse)
 
 
-def _risks_few_examples(X: torch.Tensor, sigma: float, cov_x: torch.Tensor,
+def _risks_few_examples(X: torch.Tensor, sigma: float, cov_q: torch.Tensor,
                         cov_w: torch.Tensor) -> torch.Tensor:
-    """sigma^2 + tr(Sigma_x Sigma_w) - tr(G^{-1} X Sigma_w Sigma_x Sigma_w X^T) per X: (B,)."""
+    """sigma^2 + tr(Sigma_q Sigma_w) - tr(G^{-1} X Sigma_w Sigma_q Sigma_w X^T) per X: (B,)."""
     XS = X @ cov_w                                            # (B, n, d)
     gram = XS @ X.transpose(1, 2)                             # X Sigma_w X^T: (B, n, n)
     if sigma > 0:
         gram = gram + sigma**2 * torch.eye(X.shape[1], dtype=X.dtype)
-    explained = torch.linalg.solve(gram, (XS @ cov_x) @ XS.transpose(1, 2))
-    return sigma**2 + torch.trace(cov_x @ cov_w) - torch.diagonal(explained, dim1=1, dim2=2).sum(-1)
+    explained = torch.linalg.solve(gram, (XS @ cov_q) @ XS.transpose(1, 2))
+    return sigma**2 + torch.trace(cov_q @ cov_w) - torch.diagonal(explained, dim1=1, dim2=2).sum(-1)
 
 
 def bayes_risk(
@@ -89,12 +91,15 @@ def bayes_risk(
     sigma_w: np.ndarray,
     prompts: int = 20_000,
     seed: int = 0,
+    sigma_q: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """(mean, standard error) of the Bayes-optimal predictor's loss, float64, both >= 0;
     exactly (0.0, 0.0) when sigma = 0 and n >= d.
 
-    n >= 1, sigma >= 0, sigma_x and sigma_w (d, d) positive definite, prompts >= 2 (and
-    within ``MAX_WORK``: ``check_bayes_prompts``).
+    n >= 1, sigma >= 0, sigma_x (the context's covariates), sigma_w and sigma_q (the query's
+    covariance; default sigma_x) (d, d) positive definite, prompts >= 2 (and within
+    ``MAX_WORK``: ``check_bayes_prompts``). The same seed gives the same draws of X for every
+    sigma_w, sigma_q and sigma (common random numbers across shifted laws).
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(f"n must be an integer >= 1, got {n!r}")
@@ -104,12 +109,13 @@ def bayes_risk(
     d = int(np.shape(sigma_x)[0]) if np.ndim(sigma_x) == 2 else 0
     sigma_x = validate_covariance(sigma_x, d, "sigma_x")
     sigma_w = validate_covariance(sigma_w, d, "sigma_w")
+    sigma_q = sigma_x if sigma_q is None else validate_covariance(sigma_q, d, "sigma_q")
     check_bayes_prompts(d, n, float(sigma), prompts)
     if sigma == 0 and n >= d:
         return 0.0, 0.0
     generator = make_generator(seed, "bayes-risk")
     chol_x = torch.as_tensor(np.linalg.cholesky(sigma_x))
-    cov_x, cov_w = torch.as_tensor(sigma_x), torch.as_tensor(sigma_w)
+    cov_q, cov_w = torch.as_tensor(sigma_q), torch.as_tensor(sigma_w)
     precision_w = torch.linalg.inv(cov_w)
     per_prompt = 3 * d * d if n >= d else n * d + d * d + n * n
     chunk = max(1, ELEMENTS_PER_CHUNK // per_prompt)
@@ -118,11 +124,11 @@ def bayes_risk(
     while done < prompts:
         size = min(chunk, prompts - done)
         if n >= d:
-            risk = _risks_full_rank(_wishart(chol_x, n, size, generator), float(sigma), cov_x,
+            risk = _risks_full_rank(_wishart(chol_x, n, size, generator), float(sigma), cov_q,
                                     precision_w)
         else:
             X = torch.randn(size, n, d, generator=generator, dtype=torch.float64) @ chol_x.T
-            risk = _risks_few_examples(X, float(sigma), cov_x, cov_w)
+            risk = _risks_few_examples(X, float(sigma), cov_q, cov_w)
         risks.append(risk.clamp(min=0.0))
         done += size
     values = torch.cat(risks)

@@ -139,6 +139,15 @@ class ShiftedPopulationLoss:
         return n * (n + 1) * a_Q_a + n * p_p_q_q - 2 * n * a_Q_w + target + s2
 
 
+def gd_readout(gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(u, M) of one preconditioned GD step x_q^T Gamma X^T y: u = e_{d+1}: (d+1,),
+    M = [Gamma^T; 0]: (d+1, d), for gamma: (d, d)."""
+    d = gamma.shape[0]
+    u = np.zeros(d + 1)
+    u[d] = 1.0
+    return u, np.vstack([np.asarray(gamma, dtype=np.float64).T, np.zeros((1, d))])
+
+
 def shifted_population_loss(
     u: np.ndarray | torch.Tensor,
     M: np.ndarray | torch.Tensor,

@@ -180,16 +180,21 @@ def test_a_bad_parameter_exits_2_before_anything_runs(
 def test_reproduce_has_a_shift_section(name: str) -> None:
     spec = builtin_spec(name, Registries())
     shift = [c for c in spec.claims if c.section == "Shift"]
-    assert "Shift" in spec.sections and all(c.kind == "shift" for c in shift)
-    lsa = {(c.parameters["shift"], c.parameters["measure"]): c for c in shift
-           if c.group == "shift-lsa"}
-    assert {k for k, m in lsa if m == "exact-agreement"} == set(SHIFT_KINDS)
-    assert all(lsa[k, "exact-agreement"].tolerance == 4 for k in SHIFT_KINDS)
-    assert {k for k, m in lsa if m == "ratio-bounded"} == {"query-scale", "w-scale", "w-mean"}
-    assert {k for k, m in lsa if m == "ratio-grows"} == {"x-scale"}
-    softmax = [c for c in shift if c.group == "shift-softmax"]
-    assert {c.parameters["shift"] for c in softmax} == {"query-scale", "w-scale", "w-mean",
-                                                         "x-scale"}
+    assert "Shift" in spec.sections and all(c.kind in ("shift", "shift-growth") for c in shift)
+    assert all(c.group == "shift-lsa" and c.source for c in shift)  # claims on the LSA only
+    exact = {c.parameters["shift"] for c in shift if c.parameters.get("measure") ==
+             "exact-agreement"}
+    assert exact == set(SHIFT_KINDS)
+    assert all(c.tolerance == 4 for c in shift if c.kind == "shift-growth"
+               or c.parameters["measure"] == "exact-agreement")
+    assert {c.parameters["shift"] for c in shift if c.kind == "shift-growth"} == {
+        "query-scale", "w-scale", "w-mean"}
+    assert {c.parameters["shift"] for c in shift if c.parameters.get("measure") ==
+            "ratio-grows"} == {"x-scale"}
+    measured = [m for m in spec.measurements if m.section == "Shift"]
+    assert {m.shift for m in measured} == {"query-scale", "w-scale", "w-mean", "x-scale"}
+    assert all(m.groups == ("shift-lsa", "shift-softmax") for m in measured)
+    assert not any("descriptive" in (c.statement or "") for c in spec.claims)
     for c in shift:  # values on both sides of the training value
         values, config = c.parameters["values"], spec.group(c.group).points[0].config
         start = {"n": config.task.n, "sigma": config.task.sigma, "w-mean": 0.0}.get(

@@ -144,7 +144,8 @@ def test_loss_claims_against_l_star_and_the_bayes_risk() -> None:
 
 def test_claims_json_objects_have_exactly_the_issue_s_keys() -> None:
     claim = Claim("Theorem 1: x", True, "m", 1.0, 1.0, 0.02, "Theorem 1", "g", "")
-    assert set(claim.to_json()) == {"claim", "holds", "metric", "value", "theory", "tolerance"}
+    assert set(claim.to_json()) == {"claim", "holds", "metric", "value", "theory", "tolerance",
+                                    "source"}
 
 
 def test_eta_against_the_optimum_reads_eta_star_and_its_monte_carlo_error() -> None:

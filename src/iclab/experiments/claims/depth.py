@@ -258,7 +258,7 @@ class FallsWithClaim(DepthKind):
                 f"largest ratio of consecutive mean test losses ({seeds_phrase(line[0])}) as "
                 f"{axis} grows (theory: the same for the optimal GD losses); holds when value "
                 f"<= 1 - {spec.tolerance:g}", value, theory, spec.tolerance, spec.section,
-                spec.group, where, f"<= {1 - spec.tolerance:g}"))
+                spec.group, where, f"<= {1 - spec.tolerance:g}", spec.source))
         return claims
 
 

@@ -28,8 +28,9 @@ class ClaimsNotHeldError(RuntimeError):
 @dataclass(frozen=True)
 class Claim:
     """One verdict; ``to_json`` gives claims.json's {claim, holds, metric, value, theory,
-    tolerance}. ``section``, ``group`` and ``site`` place it in the report; ``tolerance_label``
-    says how the report shows the tolerance ("" for a relative one: "2%")."""
+    tolerance, source}. ``section``, ``group`` and ``site`` place it in the report;
+    ``tolerance_label`` says how the report shows the tolerance ("" for a relative one: "2%");
+    ``source``: where the claim comes from (the spec's, "" where it gives none)."""
 
     claim: str
     holds: bool
@@ -41,6 +42,7 @@ class Claim:
     group: str
     site: str
     tolerance_label: str = ""
+    source: str = ""
 
     @property
     def tolerance_text(self) -> str:
@@ -49,7 +51,8 @@ class Claim:
 
     def to_json(self) -> dict[str, Any]:
         return {"claim": self.claim, "holds": self.holds, "metric": self.metric,
-                "value": self.value, "theory": self.theory, "tolerance": self.tolerance}
+                "value": self.value, "theory": self.theory, "tolerance": self.tolerance,
+                "source": self.source}
 
 
 class KindLookup(Protocol):
@@ -196,4 +199,5 @@ class ClaimKind:
               theory: float, tolerance_label: str = "") -> Claim:
         """A Claim of this kind at ``site`` (the text from the statement and the site)."""
         return Claim(self.text(spec, site), bool(holds), metric, float(value), float(theory),
-                     spec.tolerance, spec.section, spec.group, site.label, tolerance_label)
+                     spec.tolerance, spec.section, spec.group, site.label, tolerance_label,
+                     spec.source)

@@ -19,6 +19,7 @@ from iclab.experiments.claims.covariates import COVARIATE_KINDS
 from iclab.experiments.claims.depth import DEPTH_KINDS
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.shift import ShiftClaim
+from iclab.experiments.claims.shift_growth import ShiftGrowthClaim
 from iclab.experiments.claims.theorems import THEOREM_KINDS
 from iclab.experiments.specs.results import RunRecord, sites
 from iclab.experiments.specs.spec import Spec
@@ -75,7 +76,8 @@ class ClaimRegistry:
 
 def register_builtin_claims(registry: ClaimRegistry) -> None:
     """Register iclab's claim kinds, exactly as a new kind would be registered."""
-    for kind_class in (*THEOREM_KINDS, ShiftClaim, *DEPTH_KINDS, *COVARIATE_KINDS):
+    for kind_class in (*THEOREM_KINDS, ShiftClaim, ShiftGrowthClaim, *DEPTH_KINDS,
+                       *COVARIATE_KINDS):
         registry.register(kind_class())
 
 

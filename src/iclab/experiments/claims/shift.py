@@ -34,14 +34,14 @@ from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_
 from iclab.experiments.claims.parameters import ClaimParameter, choice, integer, number_list
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
+from iclab.experiments.specs.measurement_spec import DEFAULT_PROMPTS
 from iclab.experiments.specs.results import RunRecord, Site, run_dir, sites
 from iclab.io import read_json
 from iclab.runs.shift import MAX_PROMPTS, shift_run
-from iclab.tasks.shifted import SCALE_KINDS, SHIFT_KINDS, check_value
+from iclab.tasks.shifted import SHIFT_KINDS, TRAINING_VALUE, check_value
 
 MEASURES = ("exact-agreement", "ratio-bounded", "ratio-grows")
-DEFAULT_PROMPTS = 20_000
-FIXED_TRAINING_VALUE = {**{kind: 1.0 for kind in SCALE_KINDS}, "w-mean": 0.0}
+FIXED_TRAINING_VALUE = TRAINING_VALUE
 """The value of a shift that gives back the training law, where it does not depend on the run."""
 
 

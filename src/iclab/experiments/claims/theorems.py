@@ -288,7 +288,8 @@ class IsotropyClaim(ClaimKind):
                       f"{len(records)} runs]", value <= spec.tolerance,
                       "largest over runs of ||Gamma - eta_hat I||_F / ||Gamma||_F; "
                       "holds when value <= tolerance",
-                      value, 0.0, spec.tolerance, spec.section, spec.group, "")]
+                      value, 0.0, spec.tolerance, spec.section, spec.group, "",
+                      source=spec.source)]
 
 
 THEOREM_KINDS: tuple[type[ClaimKind], ...] = (

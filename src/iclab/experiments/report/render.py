@@ -1,7 +1,8 @@
 """report.md and report.html of a sweep's claims and figures.
 
 Sections follow the spec's claims (Theorem 1, Theorem 2, ...): each section's paragraph from
-the spec, its figures, and a table of its claims; then the runs that ended far from the
+the spec, its figures, a table of its claims (with each claim's source) and the section's
+measurements under "Measurements (not claims)"; then the runs that ended far from the
 optimum, and the files beside the report. report.html embeds every figure (base64), so it
 reads offline as a single file.
 """
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Sequence
 from pathlib import Path
 
 from iclab import __version__
 from iclab.experiments.claims.kind import Claim
 from iclab.experiments.figures.figure_file import FigureFile
+from iclab.experiments.report.measurements import Measurement
 from iclab.experiments.specs.results import RunRecord
 from iclab.experiments.specs.spec import Spec
 
@@ -28,14 +31,14 @@ def _number(value: float) -> str:
 
 def _claim_row(claim: Claim) -> list[str]:
     return [("holds" if claim.holds else "FAILS"), claim.claim, _number(claim.value),
-            _number(claim.theory), claim.tolerance_text, claim.metric]
+            _number(claim.theory), claim.tolerance_text, claim.source, claim.metric]
 
 
-HEADER = ["verdict", "claim", "learned", "theory", "tolerance", "metric"]
+HEADER = ["verdict", "claim", "learned", "theory", "tolerance", "source", "metric"]
 
 
-def _sections(claims: list[Claim]) -> list[str]:
-    return list(dict.fromkeys(c.section for c in claims))
+def _sections(claims: list[Claim], measured: Sequence[Measurement] = ()) -> list[str]:
+    return list(dict.fromkeys([*(c.section for c in claims), *(m.section for m in measured)]))
 
 
 def _summary(claims: list[Claim], records: dict[str, RunRecord]) -> str:
@@ -67,10 +70,11 @@ DIAGNOSTIC = (f"Runs that ended far from the optimum (relative Gamma error above
 
 
 def render_markdown(spec: Spec, claims: list[Claim], figures: list[FigureFile],
-                    records: dict[str, RunRecord], timing: str = "") -> str:
+                    records: dict[str, RunRecord], measured: Sequence[Measurement] = (),
+                    timing: str = "") -> str:
     lines = [f"# iclab report: {spec.name}", "", spec.description, "",
              f"**{_summary(claims, records)}**", ""]
-    for section in _sections(claims):
+    for section in _sections(claims, measured):
         lines += [f"## {section}", ""]
         if section in spec.sections:
             lines += [spec.sections[section], ""]
@@ -80,6 +84,8 @@ def render_markdown(spec: Spec, claims: list[Claim], figures: list[FigureFile],
         lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in _claim_row(c)) + " |"
                   for c in claims if c.section == section]
         lines.append("")
+        for measurement in (m for m in measured if m.section == section):
+            lines += measurement.markdown()
     stuck = far_from_optimum(records)
     if stuck:
         lines += ["## Training diagnostics", "", DIAGNOSTIC, "", *(f"- {s}" for s in stuck), ""]
@@ -96,13 +102,14 @@ color:#222}table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{bord
 
 
 def render_html(spec: Spec, claims: list[Claim], figures: list[FigureFile],
-                records: dict[str, RunRecord], out_dir: Path, timing: str = "") -> str:
+                records: dict[str, RunRecord], out_dir: Path,
+                measured: Sequence[Measurement] = (), timing: str = "") -> str:
     esc = html.escape
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
              f"<title>iclab report: {esc(spec.name)}</title><style>{STYLE}</style></head><body>",
              f"<h1>iclab report: {esc(spec.name)}</h1>", f"<p>{esc(spec.description)}</p>",
              f"<p><strong>{esc(_summary(claims, records))}</strong></p>"]
-    for section in _sections(claims):
+    for section in _sections(claims, measured):
         parts.append(f"<h2>{esc(section)}</h2>")
         if section in spec.sections:
             parts.append(f"<p>{esc(spec.sections[section])}</p>")
@@ -118,6 +125,9 @@ def render_html(spec: Spec, claims: list[Claim], figures: list[FigureFile],
             parts.append("<tr>" + verdict + "".join(f"<td>{esc(c)}</td>" for c in cells[1:])
                          + "</tr>")
         parts.append("</table>")
+        for measurement in (m for m in measured if m.section == section):
+            data = base64.b64encode((out_dir / measurement.figure).read_bytes()).decode("ascii")
+            parts += measurement.html(f"data:image/png;base64,{data}")
     stuck = far_from_optimum(records)
     if stuck:
         parts += ["<h2>Training diagnostics</h2>", f"<p>{esc(DIAGNOSTIC)}</p>", "<ul>",

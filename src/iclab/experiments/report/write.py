@@ -17,6 +17,7 @@ from pathlib import Path
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.figures.figure_file import FigureFile
+from iclab.experiments.report.measurements import measure
 from iclab.experiments.report.render import render_html, render_markdown
 from iclab.experiments.report.section_times import PhaseTimer, timing_text
 from iclab.experiments.specs.claim_spec import ClaimSpec
@@ -54,10 +55,12 @@ def write_report(spec: Spec, records: dict[str, RunRecord], out_dir: Path,
         claims = evaluate_claims(spec, records, registry, context.cache, out_dir=out_dir)
     with timer.phase("figures"):
         figures = make_figures(context, registry)
+    with timer.phase("measurements"):
+        measured = measure(spec, spec.measurements, records, context, out_dir)
     timing = timing_text(spec, records, timer)
     atomic_write_json(out_dir / "claims.json", [c.to_json() for c in claims])
     atomic_write_text(out_dir / "report.md",
-                      render_markdown(spec, claims, figures, records, timing))
+                      render_markdown(spec, claims, figures, records, measured, timing))
     atomic_write_text(out_dir / "report.html",
-                      render_html(spec, claims, figures, records, out_dir, timing))
+                      render_html(spec, claims, figures, records, out_dir, measured, timing))
     return claims

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from iclab.errors import ConfigError
 from iclab.models.registry import ModelRegistry
 
-CLAIM_KEYS = ("section", "kind", "group", "tolerance", "statement", "separation")
+CLAIM_KEYS = ("section", "kind", "group", "tolerance", "statement", "separation", "source")
 """The keys every claim may set; a kind adds its options and parameters."""
 
 
@@ -92,6 +92,8 @@ class ClaimSpec:
     separation: float = 5.0
     parameters: dict[str, Any] = field(default_factory=dict)
     measurements: tuple[RunMeasurement, ...] = ()
+    source: str = ""
+    """Where the claim comes from: a theorem, a cited result, a section of docs/theory.md."""
 
 
 def _fail(where: str, message: str) -> ConfigError:
@@ -117,9 +119,10 @@ def parse_claim(raw: Any, index: int, groups: set[str], source: str,
     if raw.get("group") not in groups:
         raise _fail(where, f"group must be one of {sorted(groups)}; got {raw.get('group')!r}")
     section = raw.get("section", "Claims")
-    statement = raw.get("statement")
-    if not isinstance(section, str) or not (statement is None or isinstance(statement, str)):
-        raise _fail(where, "section and statement must be strings")
+    statement, claim_source = raw.get("statement"), raw.get("source", "")
+    if not isinstance(section, str) or not (statement is None or isinstance(statement, str)) \
+            or not isinstance(claim_source, str):
+        raise _fail(where, "section, statement and source must be strings")
     numbers = {}
     for key, default in (("tolerance", None), ("separation", 5.0)):
         value = raw.get(key, default)
@@ -139,4 +142,5 @@ def parse_claim(raw: Any, index: int, groups: set[str], source: str,
     return ClaimSpec(section=section, kind=kind, group=raw["group"],
                      tolerance=numbers["tolerance"], options=chosen, statement=statement,
                      separation=numbers["separation"], parameters=parameters,
-                     measurements=claim_kind.measurements(parameters))
+                     measurements=claim_kind.measurements(parameters),
+                     source=claim_source.strip())

@@ -12,7 +12,9 @@ such as ``reproduce.toml``) and changes it:
 - ``[[claims]]``: the base's claims, each updated by ``[override_claims]`` (a tolerance, say),
   then the extending spec's own claims. ``override_claims`` is a table, or a list of tables
   (``[[override_claims]]``) applied in order; a table with ``kinds = [...]`` applies only to
-  the inherited claims of those kinds.
+  the inherited claims of those kinds;
+- ``[[measurements]]``: the extending spec's list where it gives one, else the base's, each
+  updated by ``[override_measurements]`` (a table of keys: ``prompts = 5000``, say).
 
 A base may itself extend another spec (at most ``MAX_DEPTH`` levels, no cycles).
 """
@@ -26,7 +28,7 @@ from iclab.errors import ConfigError
 
 MAX_DEPTH = 8
 MERGED_TABLES = ("defaults", "covariances", "sections")
-EXTENSION_KEYS = ("extends", "override_groups", "override_claims")
+EXTENSION_KEYS = ("extends", "override_groups", "override_claims", "override_measurements")
 
 Reader = Callable[[str, str], tuple[Any, str]]
 """(reference, the extending spec's source) -> (the base's parsed data, its source name)."""
@@ -108,6 +110,10 @@ def merge(base: dict[str, Any], child: dict[str, Any], source: str) -> dict[str,
     merged["claims"] = _override_claims(_list_of_tables(base, "claims", source),
                                         _claim_overrides(child, source), source)
     merged["claims"] += _list_of_tables(child, "claims", source)
+    if "measurements" in merged:
+        override = _table(child, "override_measurements", source)
+        merged["measurements"] = [{**table, **override}
+                                  for table in _list_of_tables(merged, "measurements", source)]
     return merged
 
 
@@ -115,8 +121,9 @@ def resolve_extends(data: Any, source: str, read: Reader,
                     chain: tuple[str, ...] = ()) -> Any:
     """``data`` with its ``extends`` chain applied (unchanged when it extends nothing)."""
     if not isinstance(data, dict) or "extends" not in data:
-        if isinstance(data, dict) and (set(data) & {"override_groups", "override_claims"}):
-            raise ConfigError(f"{source}: override_groups and override_claims need extends")
+        if isinstance(data, dict) and (set(data) & set(EXTENSION_KEYS[1:])):
+            raise ConfigError(f"{source}: override_groups, override_claims and "
+                              "override_measurements need extends")
         return data
     reference = data["extends"]
     if not isinstance(reference, str) or not reference:

@@ -24,6 +24,7 @@ Schema (every key but ``groups`` is optional)::
     kind = "eta"                      # see iclab.experiments.claims.theorems
     group = "theorem1-sigma"
     tolerance = 0.02
+    source = "Mahankali et al., Theorem 1"  # where the claim comes from (shown, in claims.json)
     reference = "theorem1"            # kind-specific option
     [[claims]]                        # a kind may declare parameters of any type
     kind = "shift"
@@ -32,6 +33,11 @@ Schema (every key but ``groups`` is optional)::
     values = [0.5, 1, 2, 4]
     measure = "ratio-grows"
     tolerance = 1000
+    [[measurements]]                  # numbers shown without a verdict (measurement_spec)
+    section = "Shift"
+    groups = ["my-group", "other"]
+    shift = "w-scale"
+    values = [0.5, 1, 2, 4]
 
 A group expands to the Cartesian product of its list-valued fields (in the order written),
 each point once per seed. Covariance expressions: absent or null (identity), a name from
@@ -58,12 +64,14 @@ from iclab.errors import ConfigError
 from iclab.experiments.specs.claim_spec import ClaimSpec, SpecRegistries, parse_claim
 from iclab.experiments.specs.covariances import resolve_covariance
 from iclab.experiments.specs.extends import resolve_extends
+from iclab.experiments.specs.measurement_spec import MeasurementSpec, parse_measurements
 from iclab.fields import field_infos
 from iclab.models.registry import ModelRegistry
 from iclab.plugins import is_plugin_reference
 
 BUILTIN_SPECS = ("reproduce", "reproduce-quick")
-_SPEC_KEYS = ("name", "description", "defaults", "covariances", "sections", "groups", "claims")
+_SPEC_KEYS = ("name", "description", "defaults", "covariances", "sections", "groups", "claims",
+              "measurements")
 _COVARIANCE_FIELDS = ("cov_x", "cov_w", "context_covariance")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 MAX_POINTS = 10_000
@@ -107,6 +115,7 @@ class Spec:
     groups: tuple[GroupSpec, ...]
     claims: tuple[ClaimSpec, ...]
     sections: dict[str, str]
+    measurements: tuple[MeasurementSpec, ...] = ()
 
     def points(self) -> list[Point]:
         """Every distinct run once, in spec order, each listing all groups it belongs to."""
@@ -231,10 +240,13 @@ def parse_spec(data: Any, source: str, registries: SpecRegistries) -> Spec:
         raise _fail(source, "claims must be a list of tables ([[claims]])")
     claims = [parse_claim(c, i, set(names), source, registries.claims)
               for i, c in enumerate(raw_claims)]
+    measurements = parse_measurements(data.get("measurements", []), set(names), source,
+                                      registries.claims)
     return Spec(name=str(data.get("name", Path(source).stem)),
                 description=str(data.get("description", "")), source=source,
                 groups=tuple(groups), claims=tuple(claims),
-                sections={str(k): str(v) for k, v in sections.items()})
+                sections={str(k): str(v) for k, v in sections.items()},
+                measurements=measurements)
 
 
 def _parse_text(text: str, source: str, suffix: str) -> Any:

@@ -160,11 +160,15 @@ def run_sweep(
 
 
 def measure_runs(spec: Spec, out_dir: Path) -> None:
-    """Make every measurement the spec's claims need on the finished runs of their groups
-    (in claim order, each run once per measurement; those already made are kept)."""
-    for claim in spec.claims:
-        for measurement in claim.measurements:
-            for point in spec.group(claim.group).points:
-                folder = run_dir(out_dir, point.run_id)
-                if not measurement.is_done(folder):
-                    measurement.measure(folder)
+    """Make every measurement the spec's claims and ``[[measurements]]`` need on the finished
+    runs of their groups (in spec order, each run once per measurement; those already made are
+    kept)."""
+    wanted = [(claim.group, measurement) for claim in spec.claims
+              for measurement in claim.measurements]
+    wanted += [(group, measurement) for table in spec.measurements for group in table.groups
+               for measurement in table.run_measurements]
+    for group, measurement in wanted:
+        for point in spec.group(group).points:
+            folder = run_dir(out_dir, point.run_id)
+            if not measurement.is_done(folder):
+                measurement.measure(folder)
