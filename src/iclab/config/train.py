@@ -79,6 +79,9 @@ class OptimConfig:
                         strict=True)
     lr_schedule: str = setting("cosine", "cosine (decayed to 0) or constant.",
                                choices=SCHEDULES)
+    warmup: int = setting(0, "Steps over which the learning rate rises linearly to its "
+                          "schedule (full deep lsa: 50).", minimum=0,
+                          maximum=100_000_000, omit_default=True)
     sampler: str = setting("auto", "statistics (cost independent of n), prompts, or auto "
                            "(statistics wherever the family and model support it).",
                            choices=SAMPLERS)
@@ -232,13 +235,14 @@ class TrainConfig:
         return "statistics" if supports_statistics(family, self.built_class()) else "prompts"
 
     def learning_rate(self, step: int) -> float:
-        """The learning rate at ``step`` (0-based); 1, L-BFGS's first trial step, if exact."""
+        """The learning rate at ``step`` (0-based): the schedule's, times (step + 1) / warmup
+        during the first ``warmup`` steps; 1, L-BFGS's first trial step, if exact."""
         o = self.optim
         if o.exact:
             return 1.0
-        if o.lr_schedule == "constant":
-            return o.lr
-        return o.lr * 0.5 * (1.0 + math.cos(math.pi * step / o.steps))
+        rate = o.lr if o.lr_schedule == "constant" else \
+            o.lr * 0.5 * (1.0 + math.cos(math.pi * step / o.steps))
+        return rate * min(1.0, (step + 1) / o.warmup) if o.warmup else rate
 
     # --- validation --------------------------------------------------------------------------
 
@@ -292,7 +296,7 @@ class TrainConfig:
                 f"independent covariates, anisotropic) and a model with an exact loss; got "
                 f"family {self.task.family!r}{self._law_note()}, model {self.model_name!r}")
         defaults = OptimConfig()
-        for name in ("batch", "lr", "lr_schedule", "sampler"):
+        for name in ("batch", "lr", "lr_schedule", "warmup", "sampler"):
             default = getattr(defaults, name)
             if getattr(self.optim, name) != default:
                 raise ConfigError(

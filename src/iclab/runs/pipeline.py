@@ -40,7 +40,7 @@ def run_training(
     task = config.make_task(families)
     if prepare_run_dir(config, path, restart):
         return read_result(path)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     try:
         trained = fit(config, task, path, progress)
     except OSError as error:  # the folder changed under us: a file became a folder, disk full
@@ -53,6 +53,7 @@ def run_training(
     if depth is not None:  # an L-layer stack: judged against the optimal L-step GD
         result.update(judge_depth(result, sparse="layer_steps" in result))
     result["wall_seconds"] = time.perf_counter() - started
+    result["cpu_seconds"] = time.process_time() - cpu_started  # this process, all threads
     result["sampler"] = trained.sampler
     try:
         write_result(path / RESULT, result)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
 from iclab.experiments.claims.kind import Claim, describe
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
@@ -254,8 +255,8 @@ def test_the_builtin_specs_have_a_depth_section(name: str) -> None:
     assert any(c.kind == "layer-steps" and c.options["reference"] == "theorem1" for c in depth)
     quick = name == "reproduce-quick"
     for group, parameterisation, looped, layers in (
-            ("depth-sparse", "sparse", False, {1, 2, 3} if quick else {1, 2, 3, 4}),
-            ("depth-full", "full", False, {1, 2, 3}),  # L = 4 diverged: the guide says
+            ("depth-sparse", "sparse", False, {1, 2, 3, 4}),
+            ("depth-full", "full", False, {1, 2, 3, 4}),
             ("depth-looped", "sparse", True, {2, 3})):
         points = spec.group(group).points
         assert {p.config.model.layers for p in points} == layers
@@ -263,8 +264,10 @@ def test_the_builtin_specs_have_a_depth_section(name: str) -> None:
         assert {p.config.model.looped for p in points} == {looped}
         assert {p.config.task.sigma for p in points} == ({0.0} if quick else {0.0, 0.5})
         assert {(p.config.task.d, p.config.task.n) for p in points} == {(5, 20)}
-        assert {(p.config.optim.steps, p.config.optim.batch, p.config.optim.lr,
-                 p.config.optim.clip_grad) for p in points} == {(1000, 4096, 0.005, 1.0)}
+        # every run of a group trains with the deep model's own defaults at L = 2
+        deep = TrainConfig.flat(d=5, n=20, layers=2, parameterisation=parameterisation,
+                                looped=looped).optim
+        assert {p.config.optim for p in points} == {deep}
     steps_loss = next(c for c in depth if c.kind == "steps-loss")
     assert steps_loss.tolerance == 3 and math.isclose(
         next(c for c in depth if c.kind == "layer-steps" and c.options["reference"] ==

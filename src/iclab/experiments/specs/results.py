@@ -197,9 +197,10 @@ def results_rows(records: dict[str, RunRecord]) -> list[list[str]]:
 
 
 def write_tables(records: dict[str, RunRecord], out_dir: Path) -> None:
-    """Write results.csv (deterministic) and timings.csv (wall seconds) atomically."""
+    """Write results.csv (deterministic) and timings.csv (wall and CPU seconds) atomically."""
     atomic_write_text(Path(out_dir) / "results.csv", _csv(results_rows(records)))
-    timings = [["run", "groups", "wall_seconds"]]
-    timings += [[run_id, ";".join(r.point.groups), _cell(r.result.get("wall_seconds"))]
+    timings = [["run", "groups", "wall_seconds", "cpu_seconds"]]
+    timings += [[run_id, ";".join(r.point.groups), _cell(r.result.get("wall_seconds")),
+                 _cell(r.result.get("cpu_seconds"))]
                 for run_id, r in records.items()]
     atomic_write_text(Path(out_dir) / "timings.csv", _csv(timings))
