@@ -1,11 +1,6 @@
-"""The exact, JSON-serialisable configuration of a training run, in four typed sections.
-
-- ``TaskConfig``: the task family and its parameters (d, n, sigma, family, width, cov_x, cov_w,
-  and the linear family's x_law, context_correlation, context_covariance);
-- the model: a name (``model``, default ``lsa``) and that model's own options object (for
-  ``lsa``: key_dim, value_dim, normalise, attend_query, init_scale, init);
-- ``OptimConfig``: steps, batch, lr, lr_schedule, sampler, exact;
-- ``RunConfig``: seed, device, checkpoint_every, log_every, eval_prompts.
+"""The exact, JSON-serialisable configuration of a training run, in four typed sections:
+``TaskConfig`` (the family and its parameters), the model (a name, ``model``, default
+``lsa``, and that model's own options object), ``OptimConfig`` and ``RunConfig``.
 
 Every field is declared once (``iclab.fields.setting``). The JSON form is flat, with
 the same keys as iclab 0.1's config.json (``model`` and later fields are left out while at
