@@ -1,11 +1,6 @@
-"""The exact, JSON-serialisable configuration of a training run, in four typed sections.
-
-- ``TaskConfig``: the task family and its parameters (d, n, sigma, family, width, cov_x, cov_w,
-  and the linear family's x_law, context_correlation, context_covariance);
-- the model: a name (``model``, default ``lsa``) and that model's own options object (for
-  ``lsa``: key_dim, value_dim, normalise, attend_query, init_scale, init);
-- ``OptimConfig``: steps, batch, lr, lr_schedule, sampler, exact;
-- ``RunConfig``: seed, device, checkpoint_every, log_every, eval_prompts.
+"""The exact, JSON-serialisable configuration of a training run, in four typed sections:
+``TaskConfig`` (the family and its parameters), the model (a name, ``model``, default
+``lsa``, and that model's own options object), ``OptimConfig`` and ``RunConfig``.
 
 Every field is declared once (``iclab.fields.setting``). The JSON form is flat, with
 the same keys as iclab 0.1's config.json (``model`` and later fields are left out while at
@@ -219,6 +214,11 @@ class TrainConfig:
     def built_class(self, models: ModelRegistry | None = None) -> type[Model]:
         """The class of the model these options build (whose capabilities apply)."""
         return self.model_class(models).built_class(self.model)
+
+    def depth(self, models: ModelRegistry | None = None) -> int | None:
+        """The depth the run's model declares for its options (``Model.depth_of``): L for an
+        L-layer stack judged against the optimal L-step GD, None for one layer."""
+        return self.model_class(models).depth_of(self.model)
 
     def resolved_sampler(self, task: TaskFamily | None = None) -> str:
         """The sampler training uses: "statistics", "prompts" or "exact" (no sampling)."""

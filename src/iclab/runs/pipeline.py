@@ -47,9 +47,10 @@ def run_training(
         name = f" {error.filename}" if error.filename else ""
         raise ConfigError(f"{path}: cannot write the run's files{name} "
                           f"({error.strerror or type(error).__name__})") from None
-    result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed)
+    depth = config.depth()
+    result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed, depth)
     result.update(judge(result, linear=trained.model.has_readout))
-    if "gd_steps_loss" in result:  # several layers: judged against the optimal L-step GD
+    if depth is not None:  # an L-layer stack: judged against the optimal L-step GD
         result.update(judge_depth(result, sparse="layer_steps" in result))
     result["wall_seconds"] = time.perf_counter() - started
     result["cpu_seconds"] = time.process_time() - cpu_started  # this process, all threads

@@ -117,7 +117,7 @@ class StepsLossClaim(DepthKind):
         value, se = mean_loss(site)
         theory = float(np.mean([gd_loss(r)[0] for r in site.records]))
         se = math.hypot(se, max(gd_loss(r)[1] for r in site.records))
-        layers = axis_value(site.records[0].point, "layers")
+        layers = site.records[0].layers
         return self.claim(spec, site, value <= theory + spec.tolerance * se,
                           f"mean {seeds_phrase(site)} of the test loss (se {se:.2g}) vs the "
                           f"optimal {layers}-step GD loss; holds when "
@@ -137,7 +137,7 @@ class LayerStepsClaim(DepthKind):
               context: ClaimContext) -> list[Claim]:
         if self.option(spec) == "optimum":
             return super().check(spec, group_sites, context)
-        ones = [s for s in group_sites if axis_value(s.records[0].point, "layers") == 1]
+        ones = [s for s in group_sites if s.records[0].layers == 1]
         if not ones:
             raise ConfigError(f"the layer-steps claim on group {spec.group!r} with reference "
                               "theorem1 needs one-layer sites (layers = 1)")
