@@ -211,6 +211,27 @@ def test_falls_with_a_one_layer_run_uses_l_star() -> None:
     assert claim.value == pytest.approx(2 / 3) and claim.holds
 
 
+def test_does_not_rise_allows_a_rise_within_k_standard_errors_of_each_ratio() -> None:
+    spec = make_spec([{"section": "Depth", "kind": "falls-with", "group": "sparse",
+                       "direction": "does-not-rise", "tolerance": 3}])
+    # two seeds of se 0.01 each: the mean's se is hypot(0.01, 0.01) / 2 = 0.00707; the ratio
+    # 1.0 -> 0.5 is far below 1; 0.5 -> b has se (b/0.5) * hypot(0.00707/0.5, 0.00707/b)
+    for last, holds in ((0.52, True), (0.53, True), (0.55, False), (0.45, True)):
+        se = math.hypot(0.01, 0.01) / 2
+        bound = 1 + 3 * (last / 0.5) * math.hypot(se / 0.5, se / last)
+        assert (last / 0.5 <= bound) == holds  # the hand-worked rule agrees with the table
+        losses = [1.0, 0.5, last]
+        records = fake(spec, lambda g, L, s, seed, losses=losses: deep_result(
+            losses[L - 1], 0.01, 1.0 / L, [0.1] * L, [0.1] * L))
+        claim, = claims_of(spec, records)
+        assert claim.holds == holds
+        assert claim.value == pytest.approx(max(0.5, last / 0.5))
+        assert claim.claim.startswith("Depth: the test loss does not rise as layers grow")
+    with pytest.raises(ConfigError, match=r"direction must be one of falls, does-not-rise"):
+        make_spec([{"section": "Depth", "kind": "falls-with", "group": "sparse",
+                    "direction": "rises", "tolerance": 3}])
+
+
 def test_falls_with_refuses_an_axis_the_group_does_not_sweep() -> None:
     spec = make_spec([{"section": "Depth", "kind": "falls-with", "group": "sparse",
                        "axis": "sigma", "tolerance": 0.05}])
