@@ -33,7 +33,7 @@ alike. ``--ratio-n N2`` also times iclab's step at n = N2 and prints time(N2) / 
 ``--table`` prints the README's table instead.
 With ``--json`` the last line is a JSON object holding ``median_step_seconds`` (iclab's).
 
-``--layers L`` times the L-layer LSA (``iclab.models.deep_lsa``, ``--parameterisation
+``--layers L`` times the L-layer LSA (``iclab.models.lsa.deep``, ``--parameterisation
 full|sparse``) instead: iclab's step draws Z = sum_i e_i e_i^T with the n-independent Wishart
 sampler (``iclab.tasks.wishart``), runs ``forward_statistics`` (hand-written backward) and the
 fused Adam with the cosine learning rate; the plain loop draws whole prompts with torch.randn

@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from iclab.batches import Prompts, ZStatistics
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 
@@ -16,11 +17,8 @@ def random_lsa(
 ) -> LinearSelfAttention:
     """An LSA with O(1) random weights, so every nuisance term is present."""
     return LinearSelfAttention(
-        LSAOptions(d, **options),  # type: ignore[arg-type]
-        make_generator(seed, "test-init"),
-        init_scale=1.0,
-        dtype=dtype,
-    )
+        d, LSAOptions(**options, init_scale=1.0, init="random"),  # type: ignore[arg-type]
+        make_generator(seed, "test-init"), dtype=dtype)
 
 
 def prompts(d: int, n: int, batch: int = 64, seed: int = 0, sigma: float = 0.5) -> Prompts:

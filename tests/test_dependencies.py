@@ -25,7 +25,20 @@ FORBIDDEN = {
     "config": {"training", "analysis", "theory", "experiments", "cli", "runs"},
     "runs": {"experiments", "cli"},
     "experiments": {"cli"},
+    "algorithms": {"training", "analysis", "experiments", "cli", "runs"},
 }
+PACKAGES = {"tasks", "models", "training", "analysis", "theory", "algorithms", "config", "runs",
+            "experiments", "cli"}
+TOP_LEVEL = ("batches", "errors", "fields", "io", "plugins", "seeding", "signals", "threads")
+FORBIDDEN.update({module: PACKAGES for module in TOP_LEVEL})
+"""The small modules at the top import no package."""
+EXPERIMENTS_FORBIDDEN = {
+    "executors": {"specs", "claims", "figures", "report", "registries"},
+    "specs": {"claims", "figures", "report", "registries"},
+    "figures": {"claims", "report", "registries"},
+    "claims": {"report", "registries"},
+}
+"""The layers inside iclab.experiments (docs/architecture.md)."""
 
 
 def package_of(path: Path) -> str:
@@ -57,9 +70,16 @@ def package_graph() -> dict[str, set[str]]:
     return graph
 
 
+def files_of(package: str, source: Path = SOURCE) -> list[Path]:
+    """The files of a package, or the one file of a top-level module."""
+    module = source / f"{package}.py"
+    return [module] if module.is_file() else sorted((source / package).rglob("*.py"))
+
+
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_no_package_imports_what_the_rule_forbids(package: str) -> None:
-    for path in (SOURCE / package).rglob("*.py"):
+    assert files_of(package), f"no package or module {package}"
+    for path in files_of(package):
         bad = imported_packages(path) & FORBIDDEN[package]
         assert not bad, f"{path.relative_to(SOURCE)} imports iclab.{', iclab.'.join(bad)}"
 
@@ -161,3 +181,28 @@ def test_the_file_walker_finds_a_cycle_through_a_lazy_import(tmp_path: Path) -> 
     (package / "b.py").write_text("def g():\n    pass\n")
     assert find_cycle(module_graph(tmp_path / "iclab")) is None
 
+
+
+def test_no_package_has_more_than_12_modules() -> None:
+    crowded = {}
+    for folder in [SOURCE, *(p for p in SOURCE.rglob("*") if p.is_dir())]:
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > MAX_MODULES:
+            crowded[str(folder.relative_to(SOURCE.parent))] = len(modules)
+    assert not crowded, f"packages with more than {MAX_MODULES} modules: {crowded}"
+
+
+def test_no_module_is_longer_than_300_lines() -> None:
+    long = {str(p.relative_to(SOURCE.parent)): n for p in SOURCE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+@pytest.mark.parametrize("subpackage", sorted(EXPERIMENTS_FORBIDDEN))
+def test_the_experiments_subpackages_are_layered(subpackage: str) -> None:
+    known = set(module_graph())
+    for path in files_of(subpackage, SOURCE / "experiments"):
+        imported = {name.split(".")[2] for name in imported_modules(path, known)
+                    if name.startswith("iclab.experiments.") and name.count(".") >= 2}
+        bad = imported & EXPERIMENTS_FORBIDDEN[subpackage]
+        assert not bad, f"{path.relative_to(SOURCE)} imports iclab.experiments.{bad}"

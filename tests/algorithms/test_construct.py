@@ -8,7 +8,7 @@ from iclab.algorithms.construct import lsa_from_gamma
 from iclab.algorithms.gd import PreconditionedGD
 from iclab.analysis.readout import nuisance_shares, read_algorithm
 from iclab.errors import ConfigError
-from iclab.models.lsa import LSAOptions
+from iclab.models.lsa.options import LSAOptions
 from tests.helpers import prompts
 
 
@@ -17,7 +17,7 @@ def test_constructed_lsa_is_the_algorithm_to_round_off(
     d: int, n: int, seed: int, normalise: bool
 ) -> None:
     gamma = np.random.default_rng(seed).standard_normal((d, d))
-    model = lsa_from_gamma(gamma, LSAOptions(d, normalise=normalise), n=n)
+    model = lsa_from_gamma(gamma, LSAOptions(normalise=normalise), n=n)
     batch = prompts(d, n, batch=32, seed=seed)
     with torch.no_grad():
         lsa = model(batch.X, batch.y, batch.x_q)
@@ -28,7 +28,7 @@ def test_constructed_lsa_is_the_algorithm_to_round_off(
 
 def test_constructed_weights_read_back_exactly() -> None:
     gamma = np.array([[0.3, -0.1], [0.2, 0.05]])
-    model = lsa_from_gamma(gamma, LSAOptions(2, key_dim=4, value_dim=3))
+    model = lsa_from_gamma(gamma, LSAOptions(key_dim=4, value_dim=3))
     learned = read_algorithm(model, n=5)
     np.testing.assert_array_equal(learned.gamma, gamma)
     assert learned.eta_hat == pytest.approx(0.175)
@@ -38,10 +38,10 @@ def test_constructed_weights_read_back_exactly() -> None:
 
 def test_construction_refusals() -> None:
     with pytest.raises(ConfigError, match="key_dim"):
-        lsa_from_gamma(np.eye(3), LSAOptions(3, key_dim=2))
+        lsa_from_gamma(np.eye(3), LSAOptions(key_dim=2))
     with pytest.raises(ConfigError, match="attend_query"):
-        lsa_from_gamma(np.eye(3), LSAOptions(3, attend_query=True))
+        lsa_from_gamma(np.eye(3), LSAOptions(attend_query=True))
     with pytest.raises(ConfigError, match="normalise"):
-        lsa_from_gamma(np.eye(3), LSAOptions(3, normalise=True))
+        lsa_from_gamma(np.eye(3), LSAOptions(normalise=True))
     with pytest.raises(ConfigError, match="square"):
         lsa_from_gamma(np.ones((2, 3)))

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from iclab.algorithms import GDPlusPlus, KStepGD, PreconditionedKStepGD
 from iclab.errors import ConfigError
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.theory.multistep import multistep_optimum
+from iclab.theory.depth.multistep import multistep_optimum
 
 
 def regression(batch: int, n: int, d: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

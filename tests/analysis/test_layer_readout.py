@@ -10,7 +10,7 @@ import torch
 
 from iclab.analysis.layer_readout import compare_steps, read_layers
 from iclab.errors import ConfigError
-from iclab.models.deep_lsa import DeepLinearSelfAttention, DeepLSAOptions, sparse_gd_model
+from iclab.models.lsa.deep import DeepLinearSelfAttention, DeepLSAOptions, sparse_gd_model
 
 
 def test_read_layers_of_constructed_preconditioners() -> None:

@@ -12,7 +12,8 @@ from iclab.analysis.readout import (
     prediction_terms,
     read_algorithm,
 )
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from tests.helpers import prompts, random_lsa
 
 
@@ -20,7 +21,7 @@ def lsa_with_gamma_in_my_ux(a: np.ndarray, b: np.ndarray) -> LinearSelfAttention
     """An LSA with u = [a; 0] and M = [0; b^T]: u_y = 0, M_x = 0, so its whole linear part is
     x_q^T (b a^T) X^T y, held in m_y u_x^T."""
     d = len(a)
-    model = LinearSelfAttention(LSAOptions(d), dtype=torch.float64)
+    model = LinearSelfAttention(d, LSAOptions(init="random"), dtype=torch.float64)
     with torch.no_grad():
         for weight in (model.W_K, model.W_Q, model.W_V, model.h):
             weight.zero_()
@@ -63,7 +64,7 @@ def test_gamma_held_in_m_y_u_x_is_read_and_is_the_algorithm(d: int, n: int, seed
 @given(st.integers(1, 5), st.integers(1, 9), st.integers(0, 10_000), st.booleans())
 def test_gamma_held_in_u_y_m_x_is_read(d: int, n: int, seed: int, normalise: bool) -> None:
     gamma = np.random.default_rng(seed).standard_normal((d, d))
-    learned = read_algorithm(lsa_from_gamma(gamma, LSAOptions(d, normalise=normalise), n=n), n)
+    learned = read_algorithm(lsa_from_gamma(gamma, LSAOptions(normalise=normalise), n=n), n)
     np.testing.assert_allclose(learned.gamma, gamma, rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(learned.gamma_parts["my_ux"], np.zeros((d, d)))
 

@@ -24,7 +24,7 @@ from iclab.analysis.shift import (
     write_shift_outputs,
 )
 from iclab.errors import ConfigError
-from iclab.models.lsa import LSAOptions
+from iclab.models.lsa.options import LSAOptions
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import gaussian_optimum, gd_term_loss, loss_star_isotropic
@@ -136,7 +136,7 @@ def test_gd_exact_loss_against_gd_term_loss(kind: str, values: list[float]) -> N
 def test_normalised_model_under_a_change_of_n() -> None:
     """A model that divides by n and implements Gamma* at the training n predicts
     (N / n') x_q^T Gamma* X^T y at n' examples."""
-    model = lsa_from_gamma(OPTIMUM.gamma, LSAOptions(D, normalise=True), n=N)
+    model = lsa_from_gamma(OPTIMUM.gamma, LSAOptions(normalise=True), n=N)
     readout = tuple(t.detach().numpy() for t in model.effective())
     rows = evaluate_shift(model, readout, BASE, OPTIMUM.gamma, "n", [5, 80], 2000, 0,  # type: ignore[arg-type]
                           normalise=True)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from iclab.cli.main import main
 from iclab.config.train import SECTIONS
 from iclab.fields import FieldInfo, field_infos
-from iclab.models.lsa import LSAModelOptions
+from iclab.models.lsa.options import LSAOptions
 
 FAST = ["--d", "2", "--n", "5", "--sigma", "0.5", "--steps", "5", "--batch", "8",
         "--eval-prompts", "100", "--quiet"]
@@ -58,7 +58,7 @@ def assert_refused(argv: list[str], capsys: pytest.CaptureFixture[str],
 
 def _numeric_fields() -> list[tuple[str, FieldInfo]]:
     """Every declared int/float option of iclab train."""
-    fields = [(name, info) for cls in (*SECTIONS, LSAModelOptions)
+    fields = [(name, info) for cls in (*SECTIONS, LSAOptions)
               for name, (_, info) in field_infos(cls).items()
               if info.kind in ("int", "float") and info.cli]
     assert {"d", "n", "sigma", "steps", "batch", "lr", "seed", "key_dim"} <= {n for n, _ in fields}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import textwrap
 from pathlib import Path
@@ -14,9 +15,8 @@ from hypothesis import strategies as st
 
 from iclab.errors import ConfigError
 from iclab.seeding import make_generator
-from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.linear_law import LinearLawTask
-from iclab.tasks.nonlinear import FunctionTask, ReluTask, TwoLayerReluTask
+from iclab.tasks.nonlinear import FunctionTask
 from iclab.tasks.registry import FAMILY_NAMES, FamilyRegistry, make_family
 
 
@@ -26,21 +26,28 @@ def cubic(inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     return torch.einsum("bkd,bd->bk", inputs, u) ** 3
 
 
-def test_built_in_names_make_the_right_families() -> None:
+def label_power(family_name: str, d: int, **parameters: object) -> tuple[float, float]:
+    """E[y_q^2] of a built-in family by Monte Carlo: (mean, standard error)."""
+    task = make_family(family_name, d, 5, 0.1, **parameters)  # type: ignore[arg-type]
+    y_q = task.sample_prompts(40_000, make_generator(0, "power"), torch.float64).y_q ** 2
+    return float(y_q.mean()), float(y_q.std() / math.sqrt(y_q.numel()))
+
+
+def test_each_built_in_name_draws_the_law_it_names() -> None:
+    """E[y_q^2] = tr(Sigma_w Sigma_x) + sigma^2 for the linear families: I (d = 3), the given
+    Sigma_x, and the anisotropic family's Sigma_w = diag(1/4, 4); ``width`` reaches the
+    two-layer relu family (its draws change with it); the listing order of iclab families."""
     assert FAMILY_NAMES == ("linear-gaussian", "relu", "two-layer-relu", "anisotropic")
-    assert isinstance(make_family("linear-gaussian", 3, 5, 0.1), LinearGaussian)
-    assert isinstance(make_family("relu", 3, 5, 0.1), ReluTask)
-    two = make_family("two-layer-relu", 3, 5, 0.1)
-    assert isinstance(two, TwoLayerReluTask) and two.width == 8
-    wide = make_family("two-layer-relu", 3, 5, 0.1, width=20)
-    assert isinstance(wide, TwoLayerReluTask) and wide.width == 20
-    aniso = make_family("anisotropic", 2, 5, 0.1)
-    assert isinstance(aniso, LinearGaussian)
-    np.testing.assert_allclose(aniso.sigma_w, np.diag([0.25, 4.0]))
     cov = np.array([[2.0, 0.5], [0.5, 1.0]])
-    gaussian = make_family("linear-gaussian", 2, 5, 0.1, cov_x=cov)
-    assert isinstance(gaussian, LinearGaussian)
-    np.testing.assert_allclose(gaussian.sigma_x, cov)
+    for name, d, parameters, power in (("linear-gaussian", 3, {}, 3.0),
+                                       ("linear-gaussian", 2, {"cov_x": cov}, 3.0),
+                                       ("anisotropic", 2, {}, 4.25)):
+        mean, stderr = label_power(name, d, **parameters)
+        assert abs(mean - (power + 0.01)) <= 4 * stderr, (name, parameters)
+    narrow = make_family("two-layer-relu", 3, 5, 0.1).sample_prompts(8, make_generator(0, "w"))
+    wide = make_family("two-layer-relu", 3, 5, 0.1, width=20).sample_prompts(
+        8, make_generator(0, "w"))
+    assert torch.equal(narrow.X, wide.X) and not torch.equal(narrow.y, wide.y)
 
 
 def test_options_that_do_not_apply_are_refused() -> None:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from iclab.errors import ConfigError
-from iclab.models.deep_lsa import DeepLinearSelfAttention, DeepLSAOptions
+from iclab.models.lsa.deep import DeepLinearSelfAttention, DeepLSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask

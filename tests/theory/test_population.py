@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iclab.algorithms.construct import lsa_from_gamma
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.gaussian import gaussian_optimum, gd_term_loss
@@ -32,7 +33,8 @@ def model_from(u: torch.Tensor, M: torch.Tensor, normalise: bool, attend_query: 
                ) -> LinearSelfAttention:
     """An LSA whose effective() is exactly (u, M): W_V = u^T, h = 1, W_K = I, W_Q = [M, 0]."""
     d = M.shape[1]
-    model = LinearSelfAttention(LSAOptions(d, d + 1, 1, normalise, attend_query),
+    model = LinearSelfAttention(d, LSAOptions(key_dim=d + 1, value_dim=1, normalise=normalise,
+                                              attend_query=attend_query, init="random"),
                                 dtype=torch.float64)
     with torch.no_grad():
         model.W_V.copy_(u[None])
@@ -135,7 +137,7 @@ def test_equals_loss_star_at_constructed_optimum(
     rng = np.random.default_rng(d * n)
     cov_x, cov_w = random_spd(rng, d), random_spd(rng, d)
     optimum = gaussian_optimum(n, sigma, cov_x, cov_w)
-    model = lsa_from_gamma(optimum.gamma, LSAOptions(d, normalise=normalise), n=n)
+    model = lsa_from_gamma(optimum.gamma, LSAOptions(normalise=normalise), n=n)
     with torch.no_grad():
         u, M = model.effective()
     task = LinearGaussian(d, n, sigma, cov_x, cov_w)

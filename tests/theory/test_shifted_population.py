@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.shifted import GaussianTestLaw, shifted_law
@@ -36,7 +37,9 @@ def random_readout(rng: np.random.Generator, d: int) -> tuple[torch.Tensor, torc
 def lsa_with(u: torch.Tensor, M: torch.Tensor, normalise: bool = False) -> LinearSelfAttention:
     """An LSA whose effective() is exactly (u, M): W_V = u^T, h = 1, W_K = I, W_Q = [M, 0]."""
     d = M.shape[1]
-    model = LinearSelfAttention(LSAOptions(d, d + 1, 1, normalise), dtype=F64)
+    model = LinearSelfAttention(d, LSAOptions(key_dim=d + 1, value_dim=1, normalise=normalise,
+                                              init="random"),
+                                dtype=F64)
     with torch.no_grad():
         model.W_V.copy_(u[None])
         model.h.fill_(1.0)

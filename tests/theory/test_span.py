@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from iclab.algorithms.construct import lsa_from_gamma
 from iclab.errors import ConfigError
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask, anisotropic_task
@@ -47,7 +48,8 @@ def test_feature_count() -> None:
 def test_features_reproduce_any_lsa() -> None:
     task = LinearGaussian(3, 6, 0.4)
     prompts = task.sample_prompts(50, make_generator(0, "p"), torch.float64)
-    model = LinearSelfAttention(LSAOptions(3), make_generator(1, "m"), 1.0, torch.float64)
+    model = LinearSelfAttention(3, LSAOptions(init_scale=1.0, init="random"),
+                                make_generator(1, "m"), dtype=torch.float64)
     F = span_features(prompts).numpy()
     with torch.no_grad():
         yhat = model(prompts.X, prompts.y, prompts.x_q).numpy()
@@ -57,8 +59,8 @@ def test_features_reproduce_any_lsa() -> None:
 def test_cubic_features_span_the_attend_query_lsa() -> None:
     task = LinearGaussian(2, 4, 0.3)
     prompts = task.sample_prompts(200, make_generator(2, "p"), torch.float64)
-    model = LinearSelfAttention(LSAOptions(2, attend_query=True), make_generator(3, "m"), 1.0,
-                                torch.float64)
+    model = LinearSelfAttention(2, LSAOptions(attend_query=True, init_scale=1.0, init="random"),
+                                make_generator(3, "m"), dtype=torch.float64)
     with torch.no_grad():
         yhat = model(prompts.X, prompts.y, prompts.x_q).numpy()
     for cubic, representable in ((True, True), (False, False)):

@@ -11,7 +11,8 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from iclab.errors import ConfigError
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from iclab.training.adam import Adam
 from iclab.training.checkpoint import load_checkpoint, save_checkpoint
@@ -20,7 +21,7 @@ HASH = "0123456789abcdef"
 
 
 def fresh(d: int = 3, seed: int = 0) -> tuple[LinearSelfAttention, Adam]:
-    model = LinearSelfAttention(LSAOptions(d), make_generator(seed, "init"))
+    model = LinearSelfAttention(d, LSAOptions(init="random"), make_generator(seed, "init"))
     return model, Adam(model.parameters(), lr=0.01)
 
 

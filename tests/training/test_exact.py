@@ -16,7 +16,7 @@ from safetensors.torch import load_file
 from iclab.cli.main import main
 from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
-from iclab.models.lsa import LinearSelfAttention
+from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.runs import run_training as train
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.theory.population import PopulationLoss

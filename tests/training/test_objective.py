@@ -3,7 +3,8 @@ import math
 import pytest
 import torch
 
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask, TwoLayerReluTask
@@ -14,8 +15,8 @@ CPU = torch.device("cpu")
 
 
 def _model(d: int) -> LinearSelfAttention:
-    return LinearSelfAttention(LSAOptions(d), make_generator(0, "init"), init_scale=0.4,
-                               dtype=torch.float64)
+    return LinearSelfAttention(d, LSAOptions(init_scale=0.4, init="random"),
+                               make_generator(0, "init"), dtype=torch.float64)
 
 
 def test_a_step_s_batch_depends_on_the_step_only() -> None:

@@ -20,7 +20,7 @@ from iclab.algorithms.base import InContextAlgorithm
 from iclab.errors import ConfigError
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariance import validate_covariance
-from iclab.theory.multistep import multistep_optimum
+from iclab.theory.depth.multistep import multistep_optimum
 
 
 def _finite_at_least_zero(name: str, value: float) -> float:
@@ -120,7 +120,7 @@ class KStepGD(InContextAlgorithm):
 
     ``KStepGD(eta, k)``: k steps of one size; ``KStepGD([eta_1, ..., eta_k])``: given sizes
     (``steps``, if given, must equal their number); ``KStepGD.optimal(task, k)``: the sizes
-    minimising the population loss (``iclab.theory.multistep``). w_k = q(S) X^T y with
+    minimising the population loss (``iclab.theory.depth.multistep``). w_k = q(S) X^T y with
     1 - t q(t) = prod_t (1 - eta_t t), so the order of the sizes does not matter.
     """
 

@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from iclab.errors import ConfigError
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 
 
 def lsa_from_gamma(
@@ -26,11 +27,10 @@ def lsa_from_gamma(
     if G.ndim != 2 or G.shape[0] != G.shape[1]:
         raise ConfigError(f"gamma must be a square (d, d) matrix, got shape {tuple(G.shape)}")
     d = int(G.shape[0])
-    options = options or LSAOptions(d=d)
-    if options.d != d:
-        raise ConfigError(f"gamma is {d}x{d} but the LSA options have d={options.d}")
-    if options.k < d:
-        raise ConfigError(f"key_dim must be >= d={d} to implement a full Gamma, got {options.k}")
+    options = options or LSAOptions()
+    k, m = options.key_width(d), options.value_width(d)
+    if k < d:
+        raise ConfigError(f"key_dim must be >= d={d} to implement a full Gamma, got {k}")
     if options.attend_query:
         raise ConfigError("attend_query adds a cubic term; constructed GD weights need it off")
     scale = 1.0
@@ -38,8 +38,7 @@ def lsa_from_gamma(
         if n is None or n < 1:
             raise ConfigError("normalise=True needs the prompt length n >= 1")
         scale = float(n)
-    model = LinearSelfAttention(options, dtype=dtype)
-    k, m = options.k, options.m
+    model = LinearSelfAttention(d, options, dtype=dtype)
     with torch.no_grad():
         W_K = torch.zeros(k, d + 1, dtype=dtype)
         W_K[:d, :d] = torch.eye(d, dtype=dtype)

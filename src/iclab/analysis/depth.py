@@ -1,7 +1,7 @@
 """What an L-layer LSA learned, against the optimal L-step gradient descent (result.json).
 
-For a model with several layers (``iclab.models.deep_lsa``) on a family where the multi-step
-theory exists (``iclab.theory.multistep``):
+For a model with several layers (``iclab.models.lsa.deep``) on a family where the multi-step
+theory exists (``iclab.theory.depth.multistep``):
 
 - ``layers``, and the optimal L-step GD: ``gd_steps_etas`` (sorted), ``gd_steps_loss`` and
   ``gd_steps_loss_stderr`` (0 when exact), ``gd_steps_method``, the Krylov bound;
@@ -23,25 +23,25 @@ from iclab.algorithms.baselines import BayesPosteriorMean, KStepGD
 from iclab.analysis.compare import compare_with
 from iclab.analysis.layer_readout import compare_steps, read_layers
 from iclab.batches import Prompts
+from iclab.errors import ConfigError
 from iclab.models.base import Model
-from iclab.models.deep_lsa import DeepLinearSelfAttention
+from iclab.models.lsa.deep import DeepLinearSelfAttention
 from iclab.tasks.base import TaskFamily
-from iclab.theory.multistep import MultiStepOptimum, multistep_optimum
+from iclab.theory.depth.multistep import MultiStepOptimum, multistep_optimum
 
 
-def is_deep(model: Model) -> bool:
-    return isinstance(model, DeepLinearSelfAttention)
+def depth_optimum(layers: int, task: TaskFamily, seed: int) -> MultiStepOptimum:
+    """The optimal ``layers``-step GD on ``task``."""
+    return multistep_optimum(task, layers, seed=seed, preconditioned=False)
 
 
-def depth_optimum(model: Model, task: TaskFamily, seed: int) -> MultiStepOptimum:
-    """The optimal L-step GD for the model's depth on ``task``."""
-    return multistep_optimum(task, int(getattr(model, "layers", 1)), seed=seed,
-                             preconditioned=False)
-
-
-def depth_results(model: DeepLinearSelfAttention, model64: Model, task: TaskFamily,
+def depth_results(model: Model, model64: Model, task: TaskFamily,
                   steps: MultiStepOptimum, prompts: Prompts) -> dict[str, Any]:
-    """The depth keys of result.json (module docstring); ``model64`` a float64 CPU copy."""
+    """The depth keys of result.json (module docstring) of an L-layer lsa; ``model64`` a
+    float64 CPU copy."""
+    if not isinstance(model, DeepLinearSelfAttention):
+        raise ConfigError(f"the depth results need the L-layer lsa model, not "
+                          f"{type(model).__name__}")
     result: dict[str, Any] = {"layers": model.layers, "parameterisation":
                               model.options.parameterisation, **steps.to_json()}
     if model.is_sparse:

@@ -22,7 +22,7 @@ import torch
 
 from iclab.algorithms.gd import PreconditionedGD
 from iclab.analysis.compare import compare_with
-from iclab.analysis.depth import depth_optimum, depth_results, is_deep
+from iclab.analysis.depth import depth_optimum, depth_results
 from iclab.analysis.readout import gamma_relative_error, nuisance_shares
 from iclab.analysis.reference_measures import reference_measures
 from iclab.models.base import Model
@@ -63,8 +63,11 @@ def test_loss(model: Model, task: TaskFamily, prompts: int, seed: int) -> tuple[
     return mean, math.sqrt(variance / count)
 
 
-def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int) -> dict[str, Any]:
-    """result.json's numbers (see the README's result.json keys).
+def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int,
+             depth: int | None = None) -> dict[str, Any]:
+    """result.json's numbers (see the README's result.json keys); ``depth``: the depth the
+    run's model declares (``TrainConfig.depth``, ``Model.depth_of``), L for an L-layer stack,
+    whose depth keys are then added (``iclab.analysis.depth``).
 
     Always: test_loss, test_loss_stderr, loss_star, eta_star (tr(Gamma*)/d), gamma_star,
     gamma_star_isotropic, vs_optimal_gd (and, for a model without a read-out on a Gaussian
@@ -106,10 +109,9 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int) -> di
     })
     if optimum.n_eff is not None and math.isfinite(optimum.n_eff):
         result["n_eff"] = optimum.n_eff
-    if is_deep(model):
-        steps = depth_optimum(model, task, seed)
-        result.update(depth_results(model, cpu64(model), task, steps,  # type: ignore[arg-type]
-                                    nuisance_set))
+    if depth is not None:
+        steps = depth_optimum(depth, task, seed)
+        result.update(depth_results(model, cpu64(model), task, steps, nuisance_set))
     elif not model.has_readout and task.gaussian:
         # no linear read-out: how close its predictions are to one-step GD, ridge and OLS
         result.update(reference_measures(cpu64(model), task, optimum.gamma,  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """Per-layer read-out of a sparse L-layer LSA: the preconditioned GD it runs.
 
-A sparse L-layer LSA (``iclab.models.deep_lsa``) runs exactly L steps of preconditioned GD,
+A sparse L-layer LSA (``iclab.models.lsa.deep``) runs exactly L steps of preconditioned GD,
 
     w_(l+1) = w_l + A_l X^T (y - X w_l) / n,      w_0 = 0,      yhat = x_q^T w_L.
 
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from iclab.errors import ConfigError
-from iclab.models.deep_lsa import DeepLinearSelfAttention
+from iclab.models.lsa.deep import DeepLinearSelfAttention
 
 
 @dataclass(frozen=True)

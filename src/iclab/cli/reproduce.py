@@ -24,7 +24,7 @@ def sourced_spec(name: str, registries: SpecRegistries) -> Spec:
 
 @click.command("reproduce")
 @click.option("--quick", is_flag=True,
-              help="The smaller set (same claims, 3% tolerance): about 6 minutes on 2 cores.")
+              help="The smaller set (same claims, 3% tolerance): under 2 minutes on 2 cores.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder [default: runs/reproduce, or runs/reproduce-quick].")
 @executor_options

@@ -19,8 +19,8 @@ from iclab.tasks.covariance import load_covariance
 from iclab.tasks.registry import FamilyRegistry
 from iclab.tasks.shifted import SHIFT_KINDS, check_kind, parse_values
 from iclab.theory.bayes import check_bayes_prompts
+from iclab.theory.depth.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
-from iclab.theory.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
 from iclab.theory.rotation_invariant import DEFAULT_PRECISION
 from iclab.theory.shifted_optimum import shift_base, shifted_optimum_rows
 

@@ -1,11 +1,6 @@
-"""The exact, JSON-serialisable configuration of a training run, in four typed sections.
-
-- ``TaskConfig``: the task family and its parameters (d, n, sigma, family, width, cov_x, cov_w,
-  and the linear family's x_law, context_correlation, context_covariance);
-- the model: a name (``model``, default ``lsa``) and that model's own options object (for
-  ``lsa``: key_dim, value_dim, normalise, attend_query, init_scale, init);
-- ``OptimConfig``: steps, batch, lr, lr_schedule, sampler, exact;
-- ``RunConfig``: seed, device, checkpoint_every, log_every, eval_prompts.
+"""The exact, JSON-serialisable configuration of a training run, in four typed sections:
+``TaskConfig`` (the family and its parameters), the model (a name, ``model``, default
+``lsa``, and that model's own options object), ``OptimConfig`` and ``RunConfig``.
 
 Every field is declared once (``iclab.fields.setting``). The JSON form is flat, with
 the same keys as iclab 0.1's config.json (``model`` and later fields are left out while at
@@ -24,23 +19,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
 from iclab.batches import shared_statistics_kind
 from iclab.errors import ConfigError
 from iclab.fields import REQUIRED, field_infos, from_flat, setting, to_flat, validate
 from iclab.models.base import Model
-from iclab.models.probe import is_builtin, probe_model
+from iclab.models.probe import probe_plugins
 from iclab.models.registry import ModelRegistry
-from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.registry import FamilyRegistry
 
 SAMPLERS = ("auto", "statistics", "prompts")
 SCHEDULES = ("cosine", "constant")
 DEVICES = ("cpu", "cuda")
-PROBE_PROMPTS = 2
-"""Prompts a user's model is tried on before any work."""
 MEMORY_LIMIT_BYTES = 8 * 1024**3
 """The largest batch of whole prompts (float32) a run may ask for: 8 GiB."""
 
@@ -84,6 +75,9 @@ class OptimConfig:
                         strict=True)
     lr_schedule: str = setting("cosine", "cosine (decayed to 0) or constant.",
                                choices=SCHEDULES)
+    warmup: int = setting(0, "Steps over which the learning rate rises linearly to its "
+                          "schedule (full deep lsa: 50).", minimum=0,
+                          maximum=100_000_000, omit_default=True)
     sampler: str = setting("auto", "statistics (cost independent of n), prompts, or auto "
                            "(statistics wherever the family and model support it).",
                            choices=SAMPLERS)
@@ -222,6 +216,11 @@ class TrainConfig:
         """The class of the model these options build (whose capabilities apply)."""
         return self.model_class(models).built_class(self.model)
 
+    def depth(self, models: ModelRegistry | None = None) -> int | None:
+        """The depth the run's model declares for its options (``Model.depth_of``): L for an
+        L-layer stack judged against the optimal L-step GD, None for one layer."""
+        return self.model_class(models).depth_of(self.model)
+
     def resolved_sampler(self, task: TaskFamily | None = None) -> str:
         """The sampler training uses: "statistics", "prompts" or "exact" (no sampling)."""
         if self.optim.exact:
@@ -232,13 +231,14 @@ class TrainConfig:
         return "statistics" if supports_statistics(family, self.built_class()) else "prompts"
 
     def learning_rate(self, step: int) -> float:
-        """The learning rate at ``step`` (0-based); 1, L-BFGS's first trial step, if exact."""
+        """The learning rate at ``step`` (0-based): the schedule's, times (step + 1) / warmup
+        during the first ``warmup`` steps; 1, L-BFGS's first trial step, if exact."""
         o = self.optim
         if o.exact:
             return 1.0
-        if o.lr_schedule == "constant":
-            return o.lr
-        return o.lr * 0.5 * (1.0 + math.cos(math.pi * step / o.steps))
+        rate = o.lr if o.lr_schedule == "constant" else \
+            o.lr * 0.5 * (1.0 + math.cos(math.pi * step / o.steps))
+        return rate * min(1.0, (step + 1) / o.warmup) if o.warmup else rate
 
     # --- validation --------------------------------------------------------------------------
 
@@ -251,10 +251,8 @@ class TrainConfig:
         model_class = self.built_class(models)
         self._check_size()
         task = self.make_task(families)
-        probe = getattr(task, "probe", None)
-        if callable(probe):  # a user's draw function: called once, so it fails here
-            probe(self.run.seed)
-        self._probe_model(task, models)
+        probe_plugins(self.model_class(models), self.model_name, self.task.d, self.task.n,
+                      self.model, task, self.run.seed)  # a user's model or family, tried here
         if self.optim.sampler == "statistics" and not supports_statistics(task, model_class):
             raise ConfigError(
                 f"sampler statistics needs a family with the sufficient-statistic sampler "
@@ -264,16 +262,6 @@ class TrainConfig:
         if self.optim.exact:
             self._check_exact(task, model_class)
         return self
-
-    def _probe_model(self, task: TaskFamily, models: ModelRegistry | None) -> None:
-        """Try a user's model on two of the task's prompts (``iclab.models.probe``)."""
-        model_class = self.model_class(models)
-        if is_builtin(model_class):
-            return
-        prompts = task.sample_prompts(PROBE_PROMPTS, make_generator(self.run.seed, "probe"),
-                                      torch.float64)
-        probe_model(model_class, self.model_name, self.task.d, self.task.n, self.model, task,
-                    prompts, make_generator(self.run.seed, "probe-init"))
 
     def _law_note(self) -> str:
         """", x_law ..." / ", correlated contexts" where the linear family has them."""
@@ -303,7 +291,7 @@ class TrainConfig:
                 f"independent covariates, anisotropic) and a model with an exact loss; got "
                 f"family {self.task.family!r}{self._law_note()}, model {self.model_name!r}")
         defaults = OptimConfig()
-        for name in ("batch", "lr", "lr_schedule", "sampler"):
+        for name in ("batch", "lr", "lr_schedule", "warmup", "sampler"):
             default = getattr(defaults, name)
             if getattr(self.optim, name) != default:
                 raise ConfigError(

@@ -78,6 +78,15 @@ class Model(nn.Module):
         return cls
 
     @classmethod
+    def depth_of(cls, options: Any) -> int | None:
+        """The model's depth for ``options``, declared here once (as ``has_readout`` is): L
+        when ``create`` builds an L-layer stack that is judged against the optimal L-step GD
+        (its result.json then holds the depth keys, ``iclab.analysis.depth``); None for a
+        model judged as one layer (the default). Evaluation, the verdict, a sweep's results
+        and the claims read depth from here (``TrainConfig.depth``)."""
+        return None
+
+    @classmethod
     def training_defaults(cls, options: Any) -> dict[str, Any]:
         """Optimiser settings (``iclab.config.train.OptimConfig`` keys: steps, batch, lr, ...)
         that suit this model better than the global defaults; a user's explicit setting

@@ -18,6 +18,10 @@ import torch
 from iclab.errors import ConfigError
 from iclab.models.base import Model
 from iclab.models.readout import LinearReadout
+from iclab.seeding import make_generator
+
+PROBE_PROMPTS = 2
+"""Prompts a user's model is tried on before any work."""
 
 
 def is_builtin(model_class: type[Model]) -> bool:
@@ -35,6 +39,21 @@ def _call(name: str, what: str, function: Any, *args: Any) -> Any:
         return function(*args)
     except (Exception, SystemExit) as error:  # the user's code: reported, not raised
         raise ConfigError(f"model {name!r}: {what} failed ({_one_line(error)})") from None
+
+
+def probe_plugins(model_class: type[Model], name: str, d: int, n: int, options: Any,
+                  task: Any, seed: int) -> None:
+    """Try the run's plug-ins before any work: the task's own ``probe`` (a user family's draw
+    function), then a user's model (``probe_model``) on PROBE_PROMPTS of ``task``'s prompts
+    drawn from the run's ``seed``; iclab's own models pass unprobed."""
+    probe = getattr(task, "probe", None)
+    if callable(probe):
+        probe(seed)
+    if is_builtin(model_class):
+        return
+    prompts = task.sample_prompts(PROBE_PROMPTS, make_generator(seed, "probe"), torch.float64)
+    probe_model(model_class, name, d, n, options, task, prompts,
+                make_generator(seed, "probe-init"))
 
 
 def probe_model(model_class: type[Model], name: str, d: int, n: int, options: Any,

@@ -73,8 +73,8 @@ class ModelRegistry:
 
 def register_builtin_models(registry: ModelRegistry) -> None:
     """Register iclab's own models on ``registry``, exactly as a user registers theirs."""
-    from iclab.models.lsa import LSAModel
+    from iclab.models.lsa.layer import LinearSelfAttention
     from iclab.models.softmax import SoftmaxAttention
 
-    registry.register(LSAModel)
+    registry.register(LinearSelfAttention)
     registry.register(SoftmaxAttention)

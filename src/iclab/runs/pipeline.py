@@ -45,7 +45,7 @@ def run_training(
     task = config.make_task(families)
     if prepare_run_dir(config, path, restart):
         return read_result(path, config=config)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     plugins = _uses_plugins(config)
     try:
         with _plugin_failures(plugins, path, "training"):
@@ -54,12 +54,15 @@ def run_training(
         name = f" {error.filename}" if error.filename else ""
         raise ConfigError(f"{path}: cannot write the run's files{name} "
                           f"({error.strerror or type(error).__name__})") from None
+    depth = config.depth()
     with _plugin_failures(plugins, path, "evaluating the trained model"):
-        result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed)
+        result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed,
+                          depth)
     result.update(judge(result, linear=trained.model.has_readout))
-    if "gd_steps_loss" in result:  # several layers: judged against the optimal L-step GD
+    if depth is not None:  # an L-layer stack: judged against the optimal L-step GD
         result.update(judge_depth(result, sparse="layer_steps" in result))
     result["wall_seconds"] = time.perf_counter() - started
+    result["cpu_seconds"] = time.process_time() - cpu_started  # this process, all threads
     result["sampler"] = trained.sampler
     try:
         return RunFolder(path).write_result(result, config.hash(), trained.checksum)

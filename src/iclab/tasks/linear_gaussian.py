@@ -10,7 +10,7 @@ Two samplers draw from the same law (docs/theory.md sections 1 and 9):
   w, x_q and the query noise. For fixed p = L^T u and q = L^T M x_q only the 2x2 block of W on
   span(p, q) matters; its Bartlett factor [[c1, 0], [z, c2]] gives
   p^T W q = (p.q) c1^2 + c1 z sqrt(|p|^2 |q|^2 - (p.q)^2), with c1^2 ~ chi2_n and z ~ N(0, 1).
-  So a prompt costs 2d + 3 random numbers whatever n is (see ``iclab.models.lsa``).
+  So a prompt costs 2d + 3 random numbers whatever n is (see ``iclab.models.lsa.layer``).
 """
 
 from __future__ import annotations

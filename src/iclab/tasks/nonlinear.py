@@ -16,7 +16,7 @@ prompt's inputs (docs/theory.md section 5):
 Labels are y = f(x) + sigma * eps with eps ~ N(0, 1). Each family's ``draw_values`` is the one
 place its law is written; ``sample_prompts`` wraps it the same way for every family, except
 ``ReluTask``, whose training sampler draws the same law with the batch axis innermost (the
-layout of ``iclab.models.lsa_prompts``, several times faster than drawing, evaluating and
+layout of ``iclab.models.lsa.prompts``, several times faster than drawing, evaluating and
 copying batch-major prompts). ``ReluTask`` also draws the statistics Z = sum_i e_i e_i^T that
 any depth of LSA reads (``sample_z_statistics``, ``iclab.tasks.relu_statistics``) and the
 fewer (X^T y, x_q, y_q) that the one-layer LSA without nuisance terms reads

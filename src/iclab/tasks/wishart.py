@@ -16,7 +16,7 @@ x_q and the query's noise. W = F F^T is drawn as:
 - n <= d+1 (W singular for n < d+1): F = [g_1 ... g_n] itself, n (d+1) <= (d+1)^2 numbers.
 
 Z = (L_w F)(L_w F)^T. Every batch of per-prompt matrices is stored batch-last, (d+1, d+1, B),
-and handed out as a (B, d+1, d+1) view, which ``iclab.models.deep_lsa_statistics`` reads
+and handed out as a (B, d+1, d+1) view, which ``iclab.models.lsa.deep_statistics`` reads
 without a copy.
 """
 

@@ -1,5 +1,7 @@
 """What the mathematics says the optimal one-layer LSA and the optimal L-step GD are."""
 
+from iclab.theory.depth.multistep import MultiStepOptimum, multistep_optimum
+from iclab.theory.depth.wishart_moments import wishart_moment, wishart_trace_moments
 from iclab.theory.gaussian import (
     GaussianOptimum,
     eta_star_isotropic,
@@ -7,8 +9,6 @@ from iclab.theory.gaussian import (
     gd_term_loss,
     loss_star_isotropic,
 )
-from iclab.theory.multistep import MultiStepOptimum, multistep_optimum
-from iclab.theory.wishart_moments import wishart_moment, wishart_trace_moments
 
 __all__ = [
     "GaussianOptimum",

@@ -42,7 +42,10 @@ are too small to split, and on a busy 2-core machine torch's default of one thre
 makes every parallel region wait for a descheduled thread (benchmarks/README.md)."""
 
 DIVERGENCE_FACTOR = 1e4
-"""A logged loss this many times the first step's loss (the untrained model's) is divergence."""
+"""A logging window whose median batch loss is this many times the first step's loss (the
+untrained model's) is divergence. The median, not the mean: a deep model's prediction is a
+polynomial of degree 2L+1 in the prompt, so a rare prompt can make one batch's loss 1e9 while
+the model trains on (benchmarks/README.md, the depth study)."""
 
 
 class TrainingDivergedError(RuntimeError):
@@ -123,10 +126,12 @@ def fit(config: TrainConfig, task: TaskFamily, out_dir: Path,
         return _fit(config, task, Path(out_dir), progress)
 
 
-def _diverged(mean_loss: float, reference: float | None) -> bool:
-    if not math.isfinite(mean_loss):
+def _diverged(median: float, reference: float | None) -> bool:
+    """Whether a logging window's median batch loss shows divergence: non-finite, or above
+    ``DIVERGENCE_FACTOR`` times ``reference``."""
+    if not math.isfinite(median):
         return True
-    return reference is not None and mean_loss > DIVERGENCE_FACTOR * max(reference, 1e-12)
+    return reference is not None and median > DIVERGENCE_FACTOR * max(reference, 1e-12)
 
 
 def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -> TrainedModel:
@@ -150,6 +155,7 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
                desc="train", dynamic_ncols=True, mininterval=0.5)
     dtype = next(model.parameters()).dtype
     running = torch.zeros((), dtype=dtype, device=device)
+    window: list[torch.Tensor] = []
     first_loss: float | None = None
     with open(folder.metrics, "a") as metrics:
         for step in range(completed, steps):
@@ -157,15 +163,18 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
             if first_loss is None and step == 0:
                 first_loss = float(loss)
             running += loss
+            window.append(loss)
             done = step + 1
             if done % log_every == 0 or done == steps:
                 count = done - max(completed, (done - 1) // log_every * log_every)
                 mean_loss = float(running) / count
                 running.zero_()
-                if _diverged(mean_loss, first_loss):
+                median = float(torch.stack(window).median())
+                window.clear()
+                if _diverged(median, first_loss):
                     bar.close()
                     raise TrainingDivergedError(
-                        f"training diverged at step {done}: mean loss {mean_loss:.3g}"
+                        f"training diverged at step {done}: median batch loss {median:.3g}"
                         + (f" (first step: {first_loss:.3g})" if first_loss else "")
                         + f"; no result is written: try a smaller --lr (now "
                         f"{config.optim.lr:g}) with --restart or another --out")

@@ -12,9 +12,10 @@ file or the whole new one.
 
 The binding: result.json's ``binding`` holds the hash of the config it was computed for
 (``TrainConfig.hash``), the checksum of the weights it judged (``tensor_digest``) and a checksum
-of its own other keys; model.safetensors' metadata holds the config it was trained on and the
-checksum of its tensors. A finished folder whose config.json, model.safetensors or result.json
-was edited after the run disagrees with them, and is refused with one line. Folders written
+of its own other keys (all but the timings); model.safetensors' metadata holds the config it
+was trained on and the checksum of its tensors. A finished folder whose config.json,
+model.safetensors or result.json was edited after the run disagrees with them, and is refused
+with one line. Folders written
 before the binding existed (iclab 0.1 and later versions without it) have none and are read
 as before.
 """
@@ -54,8 +55,8 @@ ETA_KEYS = ("eta_hat", "eta_star", "eta_rel_err", "isotropy_err", "gamma_rel_err
 RESTART_HINT = "rerun with --restart to train it again"
 
 
-UNCHECKED = (BINDING, "wall_seconds")
-"""result.json's keys its checksum leaves out: the binding itself and the timing (which differs
+UNCHECKED = (BINDING, "wall_seconds", "cpu_seconds")
+"""result.json's keys its checksum leaves out: the binding itself and the timings (which differ
 between two runs of one config, so that the checksum, like the numbers, does not)."""
 
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
 from iclab.experiments.claims.kind import Claim, describe
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
@@ -210,6 +211,27 @@ def test_falls_with_a_one_layer_run_uses_l_star() -> None:
     assert claim.value == pytest.approx(2 / 3) and claim.holds
 
 
+def test_does_not_rise_allows_a_rise_within_k_standard_errors_of_each_ratio() -> None:
+    spec = make_spec([{"section": "Depth", "kind": "falls-with", "group": "sparse",
+                       "direction": "does-not-rise", "tolerance": 3}])
+    # two seeds of se 0.01 each: the mean's se is hypot(0.01, 0.01) / 2 = 0.00707; the ratio
+    # 1.0 -> 0.5 is far below 1; 0.5 -> b has se (b/0.5) * hypot(0.00707/0.5, 0.00707/b)
+    for last, holds in ((0.52, True), (0.53, True), (0.55, False), (0.45, True)):
+        se = math.hypot(0.01, 0.01) / 2
+        bound = 1 + 3 * (last / 0.5) * math.hypot(se / 0.5, se / last)
+        assert (last / 0.5 <= bound) == holds  # the hand-worked rule agrees with the table
+        losses = [1.0, 0.5, last]
+        records = fake(spec, lambda g, L, s, seed, losses=losses: deep_result(
+            losses[L - 1], 0.01, 1.0 / L, [0.1] * L, [0.1] * L))
+        claim, = claims_of(spec, records)
+        assert claim.holds == holds
+        assert claim.value == pytest.approx(max(0.5, last / 0.5))
+        assert claim.claim.startswith("Depth: the test loss does not rise as layers grow")
+    with pytest.raises(ConfigError, match=r"direction must be one of falls, does-not-rise"):
+        make_spec([{"section": "Depth", "kind": "falls-with", "group": "sparse",
+                    "direction": "rises", "tolerance": 3}])
+
+
 def test_falls_with_refuses_an_axis_the_group_does_not_sweep() -> None:
     spec = make_spec([{"section": "Depth", "kind": "falls-with", "group": "sparse",
                        "axis": "sigma", "tolerance": 0.05}])
@@ -254,8 +276,8 @@ def test_the_builtin_specs_have_a_depth_section(name: str) -> None:
     assert any(c.kind == "layer-steps" and c.options["reference"] == "theorem1" for c in depth)
     quick = name == "reproduce-quick"
     for group, parameterisation, looped, layers in (
-            ("depth-sparse", "sparse", False, {1, 2, 3} if quick else {1, 2, 3, 4}),
-            ("depth-full", "full", False, {1, 2, 3}),  # L = 4 diverged: the guide says
+            ("depth-sparse", "sparse", False, {1, 2, 3, 4}),
+            ("depth-full", "full", False, {1, 2, 3, 4}),
             ("depth-looped", "sparse", True, {2, 3})):
         points = spec.group(group).points
         assert {p.config.model.layers for p in points} == layers
@@ -263,8 +285,10 @@ def test_the_builtin_specs_have_a_depth_section(name: str) -> None:
         assert {p.config.model.looped for p in points} == {looped}
         assert {p.config.task.sigma for p in points} == ({0.0} if quick else {0.0, 0.5})
         assert {(p.config.task.d, p.config.task.n) for p in points} == {(5, 20)}
-        assert {(p.config.optim.steps, p.config.optim.batch, p.config.optim.lr,
-                 p.config.optim.clip_grad) for p in points} == {(1000, 4096, 0.005, 1.0)}
+        # every run of a group trains with the deep model's own defaults at L = 2
+        deep = TrainConfig.flat(d=5, n=20, layers=2, parameterisation=parameterisation,
+                                looped=looped).optim
+        assert {p.config.optim for p in points} == {deep}
     steps_loss = next(c for c in depth if c.kind == "steps-loss")
     assert steps_loss.tolerance == 3 and math.isclose(
         next(c for c in depth if c.kind == "layer-steps" and c.options["reference"] ==

@@ -70,6 +70,7 @@ def partial_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 def without_wall_time(result: bytes) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(result)
     data.pop("wall_seconds")
+    data.pop("cpu_seconds")
     return data
 
 

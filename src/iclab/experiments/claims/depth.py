@@ -18,7 +18,10 @@ their result.json holds the optimal L-step GD (``gd_steps_etas``, ``gd_steps_los
 - ``falls-with`` (parameter ``axis``, e.g. layers; one claim per value of the other axes):
   value = the largest ratio of consecutive mean test losses along the axis (ascending);
   theory = the same ratio for the optimal GD losses (``gd_steps_loss``, or L* for a
-  one-layer run); holds when value <= 1 - tolerance.
+  one-layer run); holds when value <= 1 - tolerance. With ``direction = "does-not-rise"``
+  (what the theory gives for a model whose L + 1 layers contain its L layers, when nothing says
+  by how much it falls) the tolerance is in standard errors: it holds when every consecutive
+  ratio b / a <= 1 + tolerance x se(b / a), se from the two mean losses' standard errors.
 
 These kinds draw one figure per section (``iclab.experiments.figures.depth``) covering the
 groups their claims name, in place of those groups' test-loss figures.
@@ -34,7 +37,7 @@ import numpy as np
 
 from iclab.errors import ConfigError
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, describe, seeds_phrase
-from iclab.experiments.claims.parameters import ClaimParameter
+from iclab.experiments.claims.parameters import ClaimParameter, choice
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site, axis_value, gd_loss, sites
@@ -117,7 +120,7 @@ class StepsLossClaim(DepthKind):
         value, se = mean_loss(site)
         theory = float(np.mean([gd_loss(r)[0] for r in site.records]))
         se = math.hypot(se, max(gd_loss(r)[1] for r in site.records))
-        layers = axis_value(site.records[0].point, "layers")
+        layers = site.records[0].layers
         return self.claim(spec, site, value <= theory + spec.tolerance * se,
                           f"mean {seeds_phrase(site)} of the test loss (se {se:.2g}) vs the "
                           f"optimal {layers}-step GD loss; holds when "
@@ -137,7 +140,7 @@ class LayerStepsClaim(DepthKind):
               context: ClaimContext) -> list[Claim]:
         if self.option(spec) == "optimum":
             return super().check(spec, group_sites, context)
-        ones = [s for s in group_sites if axis_value(s.records[0].point, "layers") == 1]
+        ones = [s for s in group_sites if s.records[0].layers == 1]
         if not ones:
             raise ConfigError(f"the layer-steps claim on group {spec.group!r} with reference "
                               "theorem1 needs one-layer sites (layers = 1)")
@@ -221,11 +224,18 @@ class FallsWithClaim(DepthKind):
     name = "falls-with"
     parameters: ClassVar[dict[str, ClaimParameter]] = {
         "axis": ClaimParameter("the group's axis along which the test loss falls", _name,
-                               default="layers")}
-    statements: ClassVar[dict[str, str]] = {"": "the test loss falls as {axis} grows"}
+                               default="layers"),
+        "direction": ClaimParameter(
+            "falls (each step down by at least the tolerance, relative) or does-not-rise (no "
+            "step up by more than tolerance standard errors)", choice("falls", "does-not-rise"),
+            default="falls")}
+    statements: ClassVar[dict[str, str]] = {
+        "falls": "the test loss falls as {axis} grows",
+        "does-not-rise": "the test loss does not rise as {axis} grows"}
 
     def statement(self, spec: ClaimSpec) -> str:
-        return spec.statement or self.statements[""].format(axis=spec.parameters["axis"])
+        template = self.statements[spec.parameters["direction"]]
+        return spec.statement or template.format(axis=spec.parameters["axis"])
 
     def check(self, spec: ClaimSpec, group_sites: list[Site],
               context: ClaimContext) -> list[Claim]:
@@ -243,10 +253,21 @@ class FallsWithClaim(DepthKind):
                 raise ConfigError(f"the falls-with claim on group {spec.group!r} needs 2 or "
                                   f"more values of {axis}")
             line = sorted(line, key=lambda s: float(s.values[axis]))
-            losses = [mean_loss(s)[0] for s in line]
+            means = [mean_loss(s) for s in line]
+            losses = [mean for mean, _ in means]
             optimal = [float(np.mean([gd_loss(r)[0] for r in s.records])) for s in line]
             value = max(b / a for a, b in pairwise(losses))
             theory = max(b / a for a, b in pairwise(optimal))
+            if spec.parameters["direction"] == "falls":
+                holds = value <= 1.0 - spec.tolerance
+                rule = f"<= 1 - {spec.tolerance:g}"
+                shown = f"<= {1 - spec.tolerance:g}"
+            else:
+                holds = all(b / a <= 1.0 + spec.tolerance * _ratio_stderr(first, second)
+                            for first, second in pairwise(means) for a, b in
+                            [(first[0], second[0])])
+                rule = f"<= 1 + {spec.tolerance:g} se of each ratio"
+                shown = f"<= 1 + {spec.tolerance:g} se"
             where = ", ".join(f"{k}={v}" for k, v in rest)
             steps = ", ".join(f"{s.values[axis]}" for s in line)
             setting = describe(line[0], depth=True, omit=axis)
@@ -254,12 +275,18 @@ class FallsWithClaim(DepthKind):
             text = (f"{spec.section}: {self.statement(spec)} [{setting}{extra}; "
                     f"{axis} = {steps}]")
             claims.append(Claim(
-                text, value <= 1.0 - spec.tolerance,
+                text, holds,
                 f"largest ratio of consecutive mean test losses ({seeds_phrase(line[0])}) as "
                 f"{axis} grows (theory: the same for the optimal GD losses); holds when value "
-                f"<= 1 - {spec.tolerance:g}", value, theory, spec.tolerance, spec.section,
-                spec.group, where, f"<= {1 - spec.tolerance:g}", spec.source))
+                f"{rule}", value, theory, spec.tolerance, spec.section,
+                spec.group, where, shown, spec.source))
         return claims
+
+
+def _ratio_stderr(first: tuple[float, float], second: tuple[float, float]) -> float:
+    """The standard error of b / a for two independent means (a, se_a), (b, se_b)."""
+    (a, se_a), (b, se_b) = first, second
+    return (b / a) * math.hypot(se_a / a, se_b / b)
 
 
 DEPTH_KINDS = (StepsLossClaim, LayerStepsClaim, LossBelowClaim, FallsWithClaim)

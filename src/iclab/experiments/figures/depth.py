@@ -12,13 +12,13 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from iclab.experiments.figures.plots import BAYES, THEORY, save
-from iclab.experiments.specs.results import Site, axis_value, gd_loss
+from iclab.experiments.specs.results import Site, gd_loss
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown")
 
 
 def layers_of(site: Site) -> int:
-    return int(axis_value(site.records[0].point, "layers"))
+    return site.records[0].layers
 
 
 def panel_of(site: Site) -> str:

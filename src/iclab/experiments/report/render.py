@@ -70,7 +70,8 @@ DIAGNOSTIC = (f"Runs that ended far from the optimum (relative Gamma error above
 
 
 def render_markdown(spec: Spec, claims: list[Claim], figures: list[FigureFile],
-                    records: dict[str, RunRecord], measured: Sequence[Measurement] = ()) -> str:
+                    records: dict[str, RunRecord], measured: Sequence[Measurement] = (),
+                    timing: str = "") -> str:
     lines = [f"# iclab report: {spec.name}", "", spec.description, "",
              f"**{_summary(claims, records)}**", ""]
     for section in _sections(claims, measured):
@@ -90,7 +91,7 @@ def render_markdown(spec: Spec, claims: list[Claim], figures: list[FigureFile],
         lines += ["## Training diagnostics", "", DIAGNOSTIC, "", *(f"- {s}" for s in stuck), ""]
     lines += ["## Files", "", "results.csv (one row per run), timings.csv, claims.json, "
               f"runs/<config hash>/ (each run's folder). Spec: {spec.source}; "
-              f"iclab {__version__}.", ""]
+              f"iclab {__version__}.", *([timing] if timing else []), ""]
     return "\n".join(lines)
 
 
@@ -102,7 +103,7 @@ color:#222}table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{bord
 
 def render_html(spec: Spec, claims: list[Claim], figures: list[FigureFile],
                 records: dict[str, RunRecord], out_dir: Path,
-                measured: Sequence[Measurement] = ()) -> str:
+                measured: Sequence[Measurement] = (), timing: str = "") -> str:
     esc = html.escape
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
              f"<title>iclab report: {esc(spec.name)}</title><style>{STYLE}</style></head><body>",
@@ -132,5 +133,6 @@ def render_html(spec: Spec, claims: list[Claim], figures: list[FigureFile],
         parts += ["<h2>Training diagnostics</h2>", f"<p>{esc(DIAGNOSTIC)}</p>", "<ul>",
                   *(f"<li>{esc(s)}</li>" for s in stuck), "</ul>"]
     parts.append(f"<p>Files beside this report: results.csv, timings.csv, claims.json, "
-                 f"runs/. Spec: {esc(spec.source)}; iclab {__version__}.</p></body></html>")
+                 f"runs/. Spec: {esc(spec.source)}; iclab {__version__}.</p>"
+                 + (f"<p>{esc(timing)}</p>" if timing else "") + "</body></html>")
     return "\n".join(parts) + "\n"

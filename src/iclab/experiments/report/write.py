@@ -19,6 +19,7 @@ from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.report.measurements import measure
 from iclab.experiments.report.render import render_html, render_markdown
+from iclab.experiments.report.section_times import PhaseTimer, timing_text
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord
 from iclab.experiments.specs.spec import Spec
@@ -49,12 +50,17 @@ def write_report(spec: Spec, records: dict[str, RunRecord], out_dir: Path,
     report.md and report.html into the sweep folder ``out_dir``."""
     out_dir = Path(out_dir)
     context = ClaimContext(out_dir=out_dir, spec=spec, records=records, kinds=registry)
-    claims = evaluate_claims(spec, records, registry, context.cache, out_dir=out_dir)
-    figures = make_figures(context, registry)
-    measured = measure(spec, spec.measurements, records, context, out_dir)
+    timer = PhaseTimer()
+    with timer.phase("claims"):
+        claims = evaluate_claims(spec, records, registry, context.cache, out_dir=out_dir)
+    with timer.phase("figures"):
+        figures = make_figures(context, registry)
+    with timer.phase("measurements"):
+        measured = measure(spec, spec.measurements, records, context, out_dir)
+    timing = timing_text(spec, records, timer)
     atomic_write_json(out_dir / "claims.json", [c.to_json() for c in claims])
     atomic_write_text(out_dir / "report.md",
-                      render_markdown(spec, claims, figures, records, measured))
+                      render_markdown(spec, claims, figures, records, measured, timing))
     atomic_write_text(out_dir / "report.html",
-                      render_html(spec, claims, figures, records, out_dir, measured))
+                      render_html(spec, claims, figures, records, out_dir, measured, timing))
     return claims

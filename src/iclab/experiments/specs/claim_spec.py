@@ -126,8 +126,10 @@ def parse_claim(raw: Any, index: int, groups: set[str], source: str,
     numbers = {}
     for key, default in (("tolerance", None), ("separation", 5.0)):
         value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e6:
-            raise _fail(where, f"{key} must be a positive number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                0 <= value < 1e6 and (value > 0 or key == "separation")):  # separation may be 0
+            wanted = "a positive number" if key == "tolerance" else "a number >= 0"
+            raise _fail(where, f"{key} must be {wanted}, got {value!r}")
         numbers[key] = float(value)
     chosen = {}
     for key, allowed in options.items():

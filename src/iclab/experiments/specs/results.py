@@ -74,6 +74,18 @@ class RunRecord:
         return np.asarray(self.result["gamma"], dtype=np.float64)
 
     @property
+    def depth(self) -> int | None:
+        """The depth the run's model declares (``TrainConfig.depth``): L for an L-layer
+        stack judged against the optimal L-step GD, None for one layer."""
+        return self.point.config.depth()
+
+    @property
+    def layers(self) -> int:
+        """The layers the run's model stacks: its depth, 1 for a one-layer model."""
+        depth = self.depth
+        return 1 if depth is None else depth
+
+    @property
     def gamma_star(self) -> np.ndarray:
         """The optimum's Gamma*: (d, d) float64."""
         return np.asarray(self.result["gamma_star"], dtype=np.float64)
@@ -118,11 +130,11 @@ def load_records(spec: Spec, out_dir: Path) -> dict[str, RunRecord]:
 
 
 def gd_loss(record: RunRecord) -> tuple[float, float]:
-    """(loss, stderr) of the optimal GD with the run's number of layers: gd_steps_loss, or for
-    a one-layer run (no depth keys) the optimal one-layer LSA loss L* (one step of
-    preconditioned GD for linear Gaussian tasks)."""
+    """(loss, stderr) of the optimal GD with the run's number of layers: gd_steps_loss for an
+    L-layer run (``RunRecord.depth``), or for a one-layer run the optimal one-layer LSA loss
+    L* (one step of preconditioned GD for linear Gaussian tasks)."""
     result = record.result
-    if "gd_steps_loss" in result:
+    if record.depth is not None:
         return float(result["gd_steps_loss"]), float(result.get("gd_steps_loss_stderr") or 0.0)
     return float(result["loss_star"]), float(result.get("loss_star_stderr") or 0.0)
 
@@ -185,9 +197,10 @@ def results_rows(records: dict[str, RunRecord]) -> list[list[str]]:
 
 
 def write_tables(records: dict[str, RunRecord], out_dir: Path) -> None:
-    """Write results.csv (deterministic) and timings.csv (wall seconds) atomically."""
+    """Write results.csv (deterministic) and timings.csv (wall and CPU seconds) atomically."""
     atomic_write_text(Path(out_dir) / "results.csv", _csv(results_rows(records)))
-    timings = [["run", "groups", "wall_seconds"]]
-    timings += [[run_id, ";".join(r.point.groups), _cell(r.result.get("wall_seconds"))]
+    timings = [["run", "groups", "wall_seconds", "cpu_seconds"]]
+    timings += [[run_id, ";".join(r.point.groups), _cell(r.result.get("wall_seconds")),
+                 _cell(r.result.get("cpu_seconds"))]
                 for run_id, r in records.items()]
     atomic_write_text(Path(out_dir) / "timings.csv", _csv(timings))

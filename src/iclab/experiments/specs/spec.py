@@ -49,10 +49,8 @@ by the hash of that config; a config reached by several groups is one run.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import tomllib
 from dataclasses import dataclass, replace
 from importlib import resources
 from itertools import product
@@ -65,6 +63,7 @@ from iclab.experiments.specs.claim_spec import ClaimSpec, SpecRegistries, parse_
 from iclab.experiments.specs.covariances import resolve_covariance
 from iclab.experiments.specs.extends import resolve_extends
 from iclab.experiments.specs.measurement_spec import MeasurementSpec, parse_measurements
+from iclab.experiments.specs.text import parse_text, read_spec_file
 from iclab.fields import field_infos
 from iclab.models.registry import ModelRegistry
 from iclab.plugins import is_plugin_reference
@@ -249,39 +248,16 @@ def parse_spec(data: Any, source: str, registries: SpecRegistries) -> Spec:
                 measurements=measurements)
 
 
-def _parse_text(text: str, source: str, suffix: str) -> Any:
-    kind = "JSON" if suffix == ".json" else "TOML"
-    try:
-        return json.loads(text) if suffix == ".json" else tomllib.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError) as error:
-        raise _fail(source, f"not valid {kind}: {error}") from None
-    except RecursionError:
-        raise _fail(source, f"not a spec: its {kind} nests too deeply") from None
-
-
-def _read_file(path: Path) -> Any:
-    if path.suffix not in (".toml", ".json"):
-        raise ConfigError(f"{path}: a spec must be a .toml or .json file")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read spec ({error.strerror})") from None
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"{path}: a spec must be UTF-8 text; byte {error.start} is "
-                          f"not") from None
-    return _parse_text(text, str(path), path.suffix)
-
-
 def _read_builtin(name: str) -> Any:
     text = resources.files("iclab.experiments.specs").joinpath(f"{name}.toml").read_text()
-    return _parse_text(text, f"{name}.toml", ".toml")
+    return parse_text(text, f"{name}.toml", ".toml")
 
 
 def _read_base(reference: str, source: str) -> tuple[Any, str]:
     """The spec ``reference`` names: a file beside ``source``, else a built-in spec."""
     beside = Path(source).parent / reference
     if beside.is_file():
-        return _read_file(beside), str(beside)
+        return read_spec_file(beside), str(beside)
     name = Path(reference).stem
     if reference in (f"{name}.toml", name) and name in BUILTIN_SPECS:
         return _read_builtin(name), f"{name}.toml"
@@ -292,7 +268,7 @@ def _read_base(reference: str, source: str) -> tuple[Any, str]:
 def load_spec(path: str | Path, registries: SpecRegistries) -> Spec:
     """Load and validate a spec file (.toml or .json), resolving ``extends``."""
     path = Path(path)
-    data = resolve_extends(_read_file(path), str(path), _read_base)
+    data = resolve_extends(read_spec_file(path), str(path), _read_base)
     return parse_spec(data, str(path), registries)
 
 

@@ -45,7 +45,7 @@ from torch import nn
 from iclab.batches import ZStatistics
 from iclab.errors import ConfigError
 from iclab.models.base import Model
-from iclab.models.deep_lsa_statistics import deep_statistics_prediction
+from iclab.models.lsa.deep_statistics import deep_statistics_prediction
 
 PARAMETERISATIONS = ("full", "sparse")
 DEEP_INIT_SCHEMES = ("gd", "random", "gd-subspace")
@@ -178,7 +178,7 @@ class DeepLinearSelfAttention(Model):
 
     def forward_z(self, Z: torch.Tensor, x_q: torch.Tensor, n: int) -> torch.Tensor:
         """The same prediction from Z: (B, d+1, d+1) = sum_i e_i e_i^T, x_q: (B, d) and n:
-        yhat (B,). Cost independent of n (``iclab.models.deep_lsa_statistics``)."""
+        yhat (B,). Cost independent of n (``iclab.models.lsa.deep_statistics``)."""
         W_PV, W_KQ = self.weights()
         return deep_statistics_prediction(W_PV, W_KQ, Z, x_q, n)
 

@@ -3,7 +3,7 @@
 Layer l multiplies every token by T_l = I + P_l G_l Q_l / n (P_l = W_PV^(l), Q_l = W_KQ^(l),
 G_1 = Z), so G_(l+1) = T_l G_l T_l^T and the query token after L layers is
 T_L ... T_1 e_q, e_q = [x_q; 0]; the prediction is minus its last coordinate
-(``iclab.models.deep_lsa``). Only that coordinate is needed, so the last layer is done with
+(``iclab.models.lsa.deep``). Only that coordinate is needed, so the last layer is done with
 vectors: with v = T_(L-1) ... T_1 e_q, T = T_(L-1), G = G_(L-1) and p_L the last row of P_L,
 
     yhat = -(v_last + (T^T p_L)^T G (T^T Q_L v) / n),
@@ -15,7 +15,7 @@ Per-prompt matrices are held batch-last, (d+1, d+1, B), and per-prompt vectors (
 shared weight times every prompt's matrix is then one wide GEMM, a matrix-vector product is
 one multiply and one reduction over an outer axis, and a product of two per-prompt matrices
 is d+1 fused multiply-adds on (d+1, d+1, B) tensors (several times faster than ``torch.bmm``
-on 11 x 11 matrices here). ``tests/models/test_deep_lsa_statistics.py`` checks values and
+on 11 x 11 matrices here). ``tests/models/lsa/test_deep_statistics.py`` checks values and
 gradients against autograd of the plain recursion, in float64.
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iclab.models.deep_lsa_statistics import deep_statistics_prediction
+from iclab.models.lsa.deep_statistics import deep_statistics_prediction
 from iclab.seeding import make_generator
 
 F64 = torch.float64

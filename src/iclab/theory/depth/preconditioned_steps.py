@@ -2,7 +2,7 @@
 
 From w_0 = 0 the steps give w_L = M_L X^T y with M_0 = 0 and M_(l+1) = M_l + A_l (I - S M_l),
 S = X^T X. The matrices need not commute, so their order matters (reported in the order they
-are applied). The mean loss over a fixed fit sample (``iclab.theory.multistep_mc``) is
+are applied). The mean loss over a fixed fit sample (``iclab.theory.depth.multistep_mc``) is
 minimised over the L d^2 entries by L-BFGS, in units A_l * scale = O(1): every start first
 on a subsample, the best end points then polished on the whole sample. Gaussian samples are
 searched in coordinates where Sigma_x = I and Sigma_w is diagonal, where a prompt's loss costs
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 import torch
 
-from iclab.theory.multistep_mc import MatrixSample
-from iclab.theory.step_search import lbfgs_minimise
+from iclab.theory.depth.multistep_mc import MatrixSample
+from iclab.theory.depth.step_search import lbfgs_minimise
 
 LBFGS_ITERATIONS = 200
 POLISH_ITERATIONS = 100

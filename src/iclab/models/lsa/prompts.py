@@ -1,7 +1,7 @@
 """One-layer LSA's prediction on whole prompts, with a hand-written backward.
 
 The prediction is yhat = sum_i a_i b_i with a_i = u.e_i and b_i = e_i.(M x_q), e_i = [x_i; y_i],
-u = W_V^T h, M = (W_K^T W_Q)[:, :d] (``iclab.models.lsa``). Its gradient needs only two more
+u = W_V^T h, M = (W_K^T W_Q)[:, :d] (``iclab.models.lsa.layer``). Its gradient needs only two more
 sums over the prompt,
 
     dL/du = sum_b g_b sum_i b_i e_i,     dL/d(M x_q)_b = g_b sum_i a_i e_i,
@@ -15,7 +15,7 @@ rows: the prompt samplers of the nonlinear and covariate-law families draw in th
 (``iclab.tasks.nonlinear``, ``iclab.tasks.linear_law``) and hand out (B, n, d) views of it;
 other prompts are transposed once. The whole map from (W_K, W_Q, W_V, h) to yhat is one
 autograd node: about twenty tensor operations for the forward and backward together, instead
-of autograd's graph of about forty on batch-major tensors. ``tests/models/test_lsa_prompts.py``
+of autograd's graph of about forty on batch-major tensors. ``tests/models/lsa/test_prompts.py``
 checks values and gradients against autograd of the plain formula, in float64.
 """
 

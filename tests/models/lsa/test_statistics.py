@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from iclab.batches import GaussianStatistics
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
-from iclab.models.lsa_statistics import statistics_prediction
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
+from iclab.models.lsa.statistics import statistics_prediction
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 
@@ -54,8 +55,8 @@ def test_value_and_gradient_match_autograd_of_the_plain_formula(
 ) -> None:
     task = task_with_covariance(d, 7, sigma, isotropic)
     stats = task.sample_statistics(500, make_generator(d, "s"), F64)
-    options = LSAOptions(d, key_dim=key_dim, value_dim=key_dim)
-    model = LinearSelfAttention(options, make_generator(d, "init"), 0.8, dtype=F64)
+    options = LSAOptions(key_dim=key_dim, value_dim=key_dim, init_scale=0.8, init="random")
+    model = LinearSelfAttention(d, options, make_generator(d, "init"), dtype=F64)
     loss_weights = torch.randn(500, generator=make_generator(d, "weights"), dtype=F64)
     fast = statistics_prediction(*weights(model), stats)
     plain = plain_prediction(*model.effective(), stats)
@@ -85,7 +86,8 @@ def test_float32_agrees_with_float64() -> None:
         stats64.z.float(), None if stats64.chol_x is None else stats64.chol_x.float(),
         stats64.sigma, stats64.n,
     )
-    model = LinearSelfAttention(LSAOptions(4), make_generator(0, "init"), 0.5, dtype=F64)
+    model = LinearSelfAttention(4, LSAOptions(init_scale=0.5, init="random"),
+                                make_generator(0, "init"), dtype=F64)
     with torch.no_grad():
         exact = statistics_prediction(*weights(model), stats64)
         single = statistics_prediction(*(t.float() for t in weights(model)), stats32).double()
@@ -95,7 +97,8 @@ def test_float32_agrees_with_float64() -> None:
 def test_degenerate_gram_gives_finite_gradients() -> None:
     """With h = 0 (so u = 0 and p = 0) the Gram determinant is 0: clamped, no NaN."""
     stats = LinearGaussian(3, 5, 0.0).sample_statistics(64, make_generator(0, "d"), F64)
-    model = LinearSelfAttention(LSAOptions(3), make_generator(0, "init"), 0.5, dtype=F64)
+    model = LinearSelfAttention(3, LSAOptions(init_scale=0.5, init="random"),
+                                make_generator(0, "init"), dtype=F64)
     with torch.no_grad():
         model.h.zero_()
     yhat = statistics_prediction(*weights(model), stats)
@@ -112,7 +115,8 @@ def test_layout_of_the_statistics_does_not_matter() -> None:
     assert stats.w.T.is_contiguous() and stats.x_q.T.is_contiguous()
     copied = GaussianStatistics(stats.w.contiguous(), stats.x_q.contiguous(), stats.y_q,
                                 stats.chi2, stats.z, stats.chol_x, stats.sigma, stats.n)
-    model = LinearSelfAttention(LSAOptions(3), make_generator(0, "init"), 0.5, dtype=F64)
+    model = LinearSelfAttention(3, LSAOptions(init_scale=0.5, init="random"),
+                                make_generator(0, "init"), dtype=F64)
     with torch.no_grad():
         first = statistics_prediction(*weights(model), stats)
         second = statistics_prediction(*weights(model), copied)

@@ -8,8 +8,8 @@ import torch
 
 from iclab.batches import XYStatistics, ZStatistics, shared_statistics_kind
 from iclab.errors import ConfigError
-from iclab.models.lsa import LinearSelfAttention
-from iclab.models.lsa_xy_loss import xy_statistics_loss
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.statistics_loss import xy_statistics_loss
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask

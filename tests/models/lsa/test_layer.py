@@ -4,7 +4,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iclab.errors import ConfigError
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from tests.helpers import prompts, random_lsa, z_statistics_of
 
@@ -19,7 +20,7 @@ def literal_attention(model: LinearSelfAttention, X: torch.Tensor, y: torch.Tens
         tokens = [torch.cat([X[b, i], y[b, i : i + 1]]) for i in range(n)]
         if model.options.attend_query:
             tokens.append(e_q)
-        total = torch.zeros(model.options.m, dtype=X.dtype)
+        total = torch.zeros(model.options.value_width(model.d), dtype=X.dtype)
         for e in tokens:
             total = total + (model.W_V @ e) * ((model.W_K @ e) @ (model.W_Q @ e_q))
         out[b] = model.h @ total / (n if model.options.normalise else 1)
@@ -78,9 +79,9 @@ def test_the_prediction_from_z_statistics_is_the_literal_attention(
 
 
 def test_shapes_and_seeded_initialisation() -> None:
-    options = LSAOptions(5, key_dim=3, value_dim=4)
-    a = LinearSelfAttention(options, make_generator(1, "init"))
-    b = LinearSelfAttention(options, make_generator(1, "init"))
+    options = LSAOptions(key_dim=3, value_dim=4, init="random")
+    a = LinearSelfAttention(5, options, make_generator(1, "init"))
+    b = LinearSelfAttention(5, options, make_generator(1, "init"))
     assert a.W_K.shape == (3, 6) and a.W_Q.shape == (3, 6)
     assert a.W_V.shape == (4, 6) and a.h.shape == (4,)
     for name, value in a.state_dict().items():
@@ -93,24 +94,25 @@ def test_shapes_and_seeded_initialisation() -> None:
 @given(st.integers(-5, 0))
 def test_bad_widths_are_refused(width: int) -> None:
     with pytest.raises(ConfigError, match="key_dim must be"):
-        LSAOptions(3, key_dim=width)
+        LinearSelfAttention(3, LSAOptions(key_dim=width))
     with pytest.raises(ConfigError, match="value_dim must be"):
-        LSAOptions(3, value_dim=width)
+        LinearSelfAttention(3, LSAOptions(value_dim=width))
 
 
 def test_gd_subspace_initialisation_has_no_nuisance_coordinates() -> None:
-    options = LSAOptions(4, key_dim=3, value_dim=6)
-    model = LinearSelfAttention(options, make_generator(0, "init"), init="gd-subspace")
+    model = LinearSelfAttention(4, LSAOptions(key_dim=3, value_dim=6, init="gd-subspace"),
+                                make_generator(0, "init"))
     with torch.no_grad():
         u, M = model.effective()
     assert float(u[:4].abs().max()) == 0.0 and float(M[4].abs().max()) == 0.0
     assert float(u[4].abs()) > 0 and float(M[:4].abs().min()) > 0
-    random = LinearSelfAttention(options, make_generator(0, "init"), init="random")
+    random = LinearSelfAttention(4, LSAOptions(key_dim=3, value_dim=6, init="random"),
+                                 make_generator(0, "init"))
     with torch.no_grad():
         u, M = random.effective()
     assert float(u[:4].abs().min()) > 0 and float(M[4].abs().min()) > 0
     with pytest.raises(ConfigError, match="init must be one of gd-subspace, random"):
-        LinearSelfAttention(options, init="zeros")
+        LinearSelfAttention(4, LSAOptions(init="zeros"))
 
 
 def test_gd_subspace_is_invariant_under_the_population_gradient() -> None:
@@ -122,8 +124,8 @@ def test_gd_subspace_is_invariant_under_the_population_gradient() -> None:
 
     d = 3
     cov_x = np.diag([0.5, 1.0, 2.0])
-    model = LinearSelfAttention(LSAOptions(d), make_generator(1, "init"), init_scale=0.5,
-                                dtype=torch.float64, init="gd-subspace")
+    model = LinearSelfAttention(d, LSAOptions(init_scale=0.5, init="gd-subspace"),
+                                make_generator(1, "init"), dtype=torch.float64)
     population = PopulationLoss.from_task(LinearGaussian(d, 7, 0.4, cov_x, np.eye(d)))
     u, M = model.effective()
     population(u, M, False, False).backward()

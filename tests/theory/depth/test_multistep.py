@@ -19,17 +19,17 @@ from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask, anisotropic_task
+from iclab.theory.depth.multistep import multistep_optimum
+from iclab.theory.depth.polynomial_exact import (
+    IsotropicPolynomialLoss,
+    error_polynomial,
+    quadrature_loss,
+)
 from iclab.theory.gaussian import (
     eta_star_isotropic,
     gaussian_optimum,
     gd_term_loss,
     loss_star_isotropic,
-)
-from iclab.theory.multistep import multistep_optimum
-from iclab.theory.polynomial_exact import (
-    IsotropicPolynomialLoss,
-    error_polynomial,
-    quadrature_loss,
 )
 from tests.helpers import random_spd
 

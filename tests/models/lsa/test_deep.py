@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iclab.errors import ConfigError
-from iclab.models.deep_lsa import DeepLinearSelfAttention, DeepLSAOptions, sparse_gd_model
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
+from iclab.models.lsa.deep import DeepLinearSelfAttention, DeepLSAOptions, sparse_gd_model
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from tests.helpers import prompts
 
@@ -130,7 +131,7 @@ def test_one_layer_is_the_normalised_one_layer_lsa() -> None:
     d = 3
     deep = deep_model(d, 1)
     W_PV, W_KQ = (weight[0].detach() for weight in deep.weights())
-    lsa = LinearSelfAttention(LSAOptions(d, normalise=True), dtype=F64)
+    lsa = LinearSelfAttention(d, LSAOptions(normalise=True, init="random"), dtype=F64)
     with torch.no_grad():
         lsa.W_K.copy_(torch.eye(d + 1, dtype=F64))
         lsa.W_V.copy_(torch.eye(d + 1, dtype=F64))

@@ -7,7 +7,7 @@ the error polynomial p(t) = 1 - t q(t) (the theory docs (docs/theory.md), sectio
     L(q) = a E tr(p(S)^2) + sigma^2 s E tr(q(S)^2 S) + sigma^2,     a = s tr(Sigma_w) / d,
 
 a finite combination of the moments M_k = E tr(S^k) = s^k E tr(W^k), W ~ Wishart(n, I_d)
-(``iclab.theory.wishart_moments``). Only tr(Sigma_w) enters, so the anisotropic control
+(``iclab.theory.depth.wishart_moments``). Only tr(Sigma_w) enters, so the anisotropic control
 family (Sigma_x = I, Sigma_w = diag(lambda)) is exact too. Everything is computed in rational
 arithmetic (floats are exact rationals): the loss at given steps, and the Krylov bound, the
 minimum of the convex quadratic L(q) over polynomials q of degree L - 1 (a lower bound for
@@ -31,8 +31,8 @@ import numpy as np
 import torch
 
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.theory.step_search import step_polynomials
-from iclab.theory.wishart_moments import wishart_trace_moments
+from iclab.theory.depth.step_search import step_polynomials
+from iclab.theory.depth.wishart_moments import wishart_trace_moments
 
 Poly = list[Fraction]
 """Polynomial coefficients, lowest degree first."""

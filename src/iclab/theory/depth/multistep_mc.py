@@ -37,7 +37,7 @@ import torch
 from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.theory.step_search import derivatives
+from iclab.theory.depth.step_search import derivatives
 
 CHUNK = 20_000
 

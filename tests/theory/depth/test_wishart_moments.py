@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iclab.errors import ConfigError
-from iclab.theory.wishart_moments import wishart_moment, wishart_trace_moments
+from iclab.theory.depth.wishart_moments import wishart_moment, wishart_trace_moments
 
 
 def rising(start: int, k: int) -> int:

@@ -21,7 +21,7 @@ Per-prompt vectors are held as (d, B) so that the dot products reduce over the o
 The whole map from (W_K, W_Q, W_V, h) to yhat is one autograd node whose backward is written
 out by hand (about thirty tensor operations instead of autograd's graph of about eighty): a
 training step costs about half of what autograd of the plain formula costs.
-``tests/test_lsa_statistics.py`` checks values and gradients against autograd of the plain
+``tests/models/lsa/test_statistics.py`` checks values and gradients against autograd of the plain
 formula, in float64.
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from iclab.batches import GaussianStatistics
+from iclab.batches import GaussianStatistics, XYStatistics, ZStatistics
 
 
 class _StatisticsPrediction(torch.autograd.Function):
@@ -131,3 +131,17 @@ def statistics_prediction(
         float(stats.sigma),
     )
     return result
+
+
+def plain_statistics_prediction(u: torch.Tensor, M: torch.Tensor,
+                                stats: ZStatistics | XYStatistics) -> torch.Tensor:
+    """yhat: (B,) from u: (d+1,), M: (d+1, d) and Z statistics (any family that draws
+    Z = sum_i e_i e_i^T, relu's included): u^T Z M x_q; or X^T y statistics, for a model held
+    at u_x = 0, m_y = 0: u_y (X^T y)^T M_x x_q, the same formula there. Autograd throughout."""
+    d = M.shape[1]
+    if isinstance(stats, XYStatistics):
+        Mx_q = stats.x_q.to(M.dtype) @ M[:d].T                       # (B, d): M_x x_q
+        return u[d] * (stats.xy.to(M.dtype) * Mx_q).sum(-1)          # u_y (X^T y)^T M_x x_q
+    Mx_q = M @ stats.x_q.to(M.dtype).T                               # (d+1, B)
+    Z = stats.Z.to(u.dtype).permute(1, 2, 0)                         # (d+1, d+1, B)
+    return u @ (Z * Mx_q[None]).sum(1)                               # u^T Z M x_q: (B,)

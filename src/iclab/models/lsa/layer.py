@@ -15,7 +15,6 @@ Options: ``normalise`` divides the sum by n (multiplying the learned step size b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,81 +23,15 @@ from torch import nn
 
 from iclab.batches import GaussianStatistics, XYStatistics, ZStatistics
 from iclab.errors import ConfigError
-from iclab.fields import setting
 from iclab.models.base import Model
-from iclab.models.hand_gradients import LossAndGradients, as_autograd_node, without_autograd
-from iclab.models.lsa_prompts import prompts_prediction
-from iclab.models.lsa_statistics import statistics_prediction
-from iclab.models.lsa_xy_loss import xy_inputs, xy_loss_and_gradients
-from iclab.models.lsa_z_loss import z_inputs, z_loss_and_gradients
+from iclab.models.lsa.deep import DeepLinearSelfAttention, DeepLSAOptions
+from iclab.models.lsa.hand_gradients import as_autograd_node, without_autograd
+from iclab.models.lsa.options import LSAOptions
+from iclab.models.lsa.prompts import prompts_prediction
+from iclab.models.lsa.statistics import plain_statistics_prediction, statistics_prediction
+from iclab.models.lsa.statistics_loss import hand_worked_loss
 from iclab.models.readout import LinearReadout
 from iclab.tasks.base import nuisance_free_optimum
-
-
-@dataclass(frozen=True)
-class LSAOptions:
-    """Shape and convention of a one-layer LSA.
-
-    d: input dimension; key_dim k and value_dim m (None means d+1); normalise: 1/n on the sum;
-    attend_query: the query token attends to itself.
-    """
-
-    d: int
-    key_dim: int | None = None
-    value_dim: int | None = None
-    normalise: bool = False
-    attend_query: bool = False
-
-    def __post_init__(self) -> None:
-        if self.d < 1:
-            raise ConfigError(f"d must be an integer >= 1, got {self.d}")
-        for name, value in (("key_dim", self.key_dim), ("value_dim", self.value_dim)):
-            if value is not None and value < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {value}")
-
-    @property
-    def k(self) -> int:
-        return self.d + 1 if self.key_dim is None else self.key_dim
-
-    @property
-    def m(self) -> int:
-        return self.d + 1 if self.value_dim is None else self.value_dim
-
-
-INIT_SCHEMES = ("gd-subspace", "random")
-
-
-@dataclass(frozen=True)
-class LSAModelOptions:
-    """The options of the ``lsa`` model (``iclab train --model lsa``), declared once."""
-
-    key_dim: int | None = setting(None, "Key/query width k [default: d+1].", minimum=1,
-                                  maximum=100_000)
-    value_dim: int | None = setting(None, "Value width m [default: d+1].", minimum=1,
-                                    maximum=100_000)
-    normalise: bool = setting(False, "Divide the attention sum by n.")
-    attend_query: bool = setting(False, "Let the query token attend to itself.")
-    init_scale: float = setting(0.1, "Standard deviation of the initial weights.", minimum=0,
-                                maximum=1e6, strict=True)
-    init: str = setting("gd-subspace", "gd-subspace (u_x = m_y = 0 at the start, and kept "
-                        "there when the family's optimum has no nuisance term; with several "
-                        "layers, every layer starts at a noisy GD step) or random (every "
-                        "weight random and free; can end in a non-global local minimum).",
-                        choices=INIT_SCHEMES)
-    layers: int = setting(1, "Layers L of linear self-attention with a residual stream "
-                          "(1: the one-layer model).", minimum=1, maximum=64,
-                          omit_default=True)
-    parameterisation: str = setting("full", "full (every weight free) or sparse (Ahn et al.: "
-                                    "each layer one step of preconditioned GD); sparse and "
-                                    "looped use the L-layer model even at L = 1.",
-                                    choices=("full", "sparse"), omit_default=True)
-    looped: bool = setting(False, "One set of weights applied at every layer.",
-                           omit_default=True)
-
-    @property
-    def deep(self) -> bool:
-        """Whether these options build the L-layer model (``iclab.models.deep_lsa``)."""
-        return self.layers > 1 or self.parameterisation == "sparse" or self.looped
 
 
 class LinearSelfAttention(Model):
@@ -115,7 +48,7 @@ class LinearSelfAttention(Model):
 
     name = "lsa"
     description = "one layer of linear self-attention (the paper's model)"
-    options_class = LSAModelOptions
+    options_class = LSAOptions
     has_readout = True
     has_statistics = True
     statistics_kinds = ("bartlett", "wishart")
@@ -131,40 +64,46 @@ class LinearSelfAttention(Model):
         cls, d: int, options: Any, generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> Model:
-        """The ``lsa`` model of ``options`` (an ``LSAModelOptions``) for dimension d: this
+        """The ``lsa`` model of ``options`` (an ``LSAOptions``) for dimension d: this
         one-layer model, or the L-layer model when ``options.deep``."""
         if options.deep:
             return _deep_model(d, options, generator, dtype)
-        shape = LSAOptions(d, options.key_dim, options.value_dim, options.normalise,
-                           options.attend_query)
-        return cls(shape, generator, options.init_scale, dtype, options.init)
+        return cls(d, options, generator, dtype)
 
     @classmethod
     def built_class(cls, options: Any) -> type[Model]:
-        from iclab.models.deep_lsa import DeepLinearSelfAttention
-
         return DeepLinearSelfAttention if options.deep else cls
 
     @classmethod
+    def depth_of(cls, options: Any) -> int | None:
+        """L for the L-layer model (``options.deep``), None for the one-layer model."""
+        return int(options.depth) if options.depth is not None else None
+
+    @classmethod
     def training_defaults(cls, options: Any) -> dict[str, Any]:
-        """The one-layer model keeps the global defaults; deeper models train longer, with
-        a smaller learning rate (benchmarks/README.md, the depth study)."""
-        return dict(DEEP_TRAINING) if options.deep else {}
+        """The one-layer model keeps the global defaults; deeper models take ``DEEP_TRAINING``,
+        the full ones with a warm-up (``FULL_DEEP_WARMUP``)."""
+        if not options.deep:
+            return {}
+        warmup = {"warmup": FULL_DEEP_WARMUP} if options.parameterisation == "full" else {}
+        return {**DEEP_TRAINING, **warmup}
 
     def __init__(
         self,
-        options: LSAOptions,
+        d: int,
+        options: LSAOptions | None = None,
         generator: torch.Generator | None = None,
-        init_scale: float = 0.1,
         dtype: torch.dtype = torch.float32,
-        init: str = "random",
     ) -> None:
+        """One layer for dimension d of ``options`` (default ``LSAOptions()``), seeded."""
         super().__init__()
-        if init not in INIT_SCHEMES:
-            raise ConfigError(f"init must be one of {', '.join(INIT_SCHEMES)}; got {init!r}")
+        options = LSAOptions() if options is None else options
+        options.check_layer(d)
+        init, init_scale = options.init, options.init_scale
         self.options = options
+        self._d = d
         self.init = init
-        d1, k, m = options.d + 1, options.k, options.m
+        d1, k, m = d + 1, options.key_width(d), options.value_width(d)
         device = generator.device if generator is not None else torch.device("cpu")
 
         def draw(*shape: int) -> nn.Parameter:
@@ -177,12 +116,12 @@ class LinearSelfAttention(Model):
         self.h = draw(m)
         if init == "gd-subspace":
             with torch.no_grad():
-                self.W_K[:, options.d] = 0.0
-                self.W_V[:, : options.d] = 0.0
+                self.W_K[:, d] = 0.0
+                self.W_V[:, :d] = 0.0
 
     @property
     def d(self) -> int:
-        return self.options.d
+        return self._d
 
     def effective(self) -> tuple[torch.Tensor, torch.Tensor]:
         """u = W_V^T h: (d+1,) and M = (W_K^T W_Q)[:, :d]: (d+1, d)."""
@@ -200,7 +139,7 @@ class LinearSelfAttention(Model):
 
         Where a backward to the weights may follow (gradients recorded, prompts constant),
         the sum over the prompt and its backward are one autograd node written out by hand
-        (``iclab.models.lsa_prompts``); otherwise the plain formula below, in the prompts'
+        (``iclab.models.lsa.prompts``); otherwise the plain formula below, in the prompts'
         own layout."""
         d, n = self.d, X.shape[1]
         u, M = self.effective()
@@ -271,29 +210,16 @@ class LinearSelfAttention(Model):
     def forward_statistics(
         self, stats: GaussianStatistics | ZStatistics | XYStatistics
     ) -> torch.Tensor:
-        """The prediction from a batch of sufficient statistics: (B,).
-
-        ``GaussianStatistics`` (linear Gaussian prompts): equal in law to ``forward`` on whole
-        prompts (see ``iclab.tasks.linear_gaussian``), yhat = (p.q) c1^2 + c1 z
-        sqrt(|p|^2 |q|^2 - (p.q)^2), p = L^T u, q = L^T M x_q, computed with a hand-written
-        backward by ``iclab.models.lsa_statistics``.
-        ``ZStatistics`` (any family that draws Z = sum_i e_i e_i^T, relu's included):
-        yhat = u^T Z M x_q, the module docstring's formula itself.
-        ``XYStatistics`` (X^T y, x_q, y_q; only for a model held nuisance-free):
-        yhat = u_y (X^T y)^T M_x x_q, the same formula at u_x = 0, m_y = 0.
-        """
+        """The prediction from a batch of sufficient statistics: (B,), equal in law to
+        ``forward`` on whole prompts (``iclab.models.lsa.statistics``: on Bartlett statistics
+        with a hand-written backward; on Z, u^T Z M x_q; on X^T y, held nuisance-free,
+        u_y (X^T y)^T M_x x_q)."""
         if isinstance(stats, XYStatistics):
             self._require_nuisance_free()
-            u, M = self.effective()
-            Mx_q = stats.x_q.to(M.dtype) @ M[: self.d].T             # (B, d): M_x x_q
-            yhat = u[self.d] * (stats.xy.to(M.dtype) * Mx_q).sum(-1)  # u_y (X^T y)^T M_x x_q
-        elif isinstance(stats, ZStatistics):
-            u, M = self.effective()
-            Mx_q = M @ stats.x_q.to(M.dtype).T                       # (d+1, B)
-            Z = stats.Z.to(u.dtype).permute(1, 2, 0)                 # (d+1, d+1, B)
-            yhat = u @ (Z * Mx_q[None]).sum(1)                       # u^T Z M x_q: (B,)
-        else:
+        if isinstance(stats, GaussianStatistics):
             yhat = statistics_prediction(self.W_K, self.W_Q, self.W_V, self.h, stats)
+        else:
+            yhat = plain_statistics_prediction(*self.effective(), stats)
         if self.options.attend_query:
             u, M = self.effective()
             yhat = yhat + self._query_term(u, stats.x_q @ M.T, stats.x_q)
@@ -306,8 +232,8 @@ class LinearSelfAttention(Model):
     ) -> torch.Tensor:
         """The mean squared error on a batch of statistics; on ``ZStatistics`` without the
         query's own term and on ``XYStatistics``, one autograd node with its gradients worked
-        out in the forward (``iclab.models.lsa_z_loss``, ``iclab.models.lsa_xy_loss``), else
-        from ``forward_statistics``."""
+        out in the forward (``iclab.models.lsa.statistics_loss``), else from
+        ``forward_statistics``."""
         hand = self._hand_worked_loss(stats)
         if hand is None:
             return super().statistics_loss(stats)
@@ -332,18 +258,12 @@ class LinearSelfAttention(Model):
     def _weights(self) -> tuple[nn.Parameter, nn.Parameter, nn.Parameter, nn.Parameter]:
         return self.W_K, self.W_Q, self.W_V, self.h
 
-    def _hand_worked_loss(
-        self, stats: GaussianStatistics | ZStatistics | XYStatistics
-    ) -> tuple[LossAndGradients, tuple[object, ...]] | None:
-        """The loss-and-gradients function for these statistics and its data after the
-        weights (``iclab.models.hand_gradients``), or None where autograd is left to it."""
-        scale = 1.0 / stats.n if self.options.normalise else 1.0
+    def _hand_worked_loss(self, stats: GaussianStatistics | ZStatistics | XYStatistics
+                          ) -> Any:
         if isinstance(stats, XYStatistics):
             self._require_nuisance_free()        # u_x = 0: the query's own term is 0 too
-            return xy_loss_and_gradients, (*xy_inputs(stats, self.W_K.dtype), scale)
-        if isinstance(stats, ZStatistics) and not self.options.attend_query:
-            return z_loss_and_gradients, (*z_inputs(stats, self.W_K.dtype), scale)
-        return None
+        return hand_worked_loss(stats, self.W_K.dtype, self.options.normalise,
+                                self.options.attend_query)
 
     def _require_nuisance_free(self) -> None:
         if not getattr(self, "_nuisance_free", False):
@@ -351,26 +271,23 @@ class LinearSelfAttention(Model):
                               "gd-subspace start on a family with a nuisance-free optimum)")
 
 
-DEEP_TRAINING = {"steps": 1000, "batch": 4096, "lr": 0.005, "clip_grad": 1.0}
-"""Optimiser defaults of the L-layer model, from a training study (benchmarks/README.md):
-full models at depth meet rare prompts with gradient norms up to 1e8, and without clipping
-some seeds spike or end far from the others."""
+DEEP_TRAINING = {"steps": 500, "batch": 4096, "lr": 0.02, "clip_grad": 1.0}
+"""Optimiser defaults of the L-layer model (benchmarks/README.md, the depth study): at lr 0.005
+the sparse layers stay at their common start, a saddle of the L-step GD loss, and L = 4 stalls;
+rare prompts' gradients reach norms of 1e12."""
+FULL_DEEP_WARMUP = 50
+"""Warm-up steps of the full L-layer model: Adam's first steps, about lr for every weight, threw
+a rare prompt past float32 (L = 4, seed 2); on the sparse model it delays the layers' split."""
 
 
 def _deep_model(d: int, options: Any, generator: torch.Generator | None,
                 dtype: torch.dtype) -> Model:
-    """The L-layer model (``iclab.models.deep_lsa``) of ``lsa`` options; its "gd" start is
+    """The L-layer model (``iclab.models.lsa.deep``) of ``lsa`` options; its "gd" start is
     the gd-subspace start of several layers."""
-    from iclab.models.deep_lsa import DeepLinearSelfAttention, DeepLSAOptions
-
     for name in ("key_dim", "value_dim", "normalise", "attend_query"):
-        if getattr(options, name) != getattr(LSAModelOptions(), name):
+        if getattr(options, name) != getattr(LSAOptions(), name):
             raise ConfigError(f"{name} applies to the one-layer lsa model only (layers = 1, "
                               f"parameterisation full, not looped)")
     shape = DeepLSAOptions(d, options.layers, options.parameterisation, options.looped)
     init = "gd" if options.init == "gd-subspace" else "random"
     return DeepLinearSelfAttention(shape, generator, options.init_scale, dtype, init)
-
-
-LSAModel = LinearSelfAttention
-"""The built-in model registered as ``lsa``."""

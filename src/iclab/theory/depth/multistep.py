@@ -34,7 +34,7 @@ from iclab.errors import ConfigError
 from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.theory.multistep_mc import (
+from iclab.theory.depth.multistep_mc import (
     MatrixSample,
     SpectralSample,
     draw_sample,
@@ -44,14 +44,14 @@ from iclab.theory.multistep_mc import (
     krylov_roots,
     mean_and_stderr,
 )
-from iclab.theory.polynomial_exact import (
+from iclab.theory.depth.polynomial_exact import (
     IsotropicPolynomialLoss,
     polished_roots,
     positive_real_roots,
     quadrature_loss,
 )
-from iclab.theory.preconditioned_steps import fit_preconditioners, preconditioned_matrices
-from iclab.theory.step_search import minimise_steps, starting_points, step_polynomials
+from iclab.theory.depth.preconditioned_steps import fit_preconditioners, preconditioned_matrices
+from iclab.theory.depth.step_search import minimise_steps, starting_points, step_polynomials
 
 EXACT, MONTE_CARLO = "exact", "monte-carlo"
 MAX_LAYERS = 8

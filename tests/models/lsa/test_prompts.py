@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from iclab.batches import Prompts
-from iclab.models.lsa import LinearSelfAttention, LSAOptions
-from iclab.models.lsa_prompts import batch_inner, prompts_prediction
+from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
+from iclab.models.lsa.prompts import batch_inner, prompts_prediction
 from iclab.seeding import make_generator
 from iclab.tasks.linear_law import LinearLawTask
 from iclab.tasks.nonlinear import ReluTask
@@ -83,7 +84,7 @@ def test_nuisance_masks_still_hold_on_whole_prompts() -> None:
     from iclab.training.exact import take_step
     from iclab.training.objective import make_objective
 
-    model = LinearSelfAttention(LSAOptions(3), make_generator(0, "init"), init="gd-subspace")
+    model = LinearSelfAttention(3, LSAOptions(init="gd-subspace"), make_generator(0, "init"))
     task = LinearLawTask(3, 5, 0.5)
     model.prepare_for_task(task)                                         # sign-symmetric
     masks = model.gradient_masks()

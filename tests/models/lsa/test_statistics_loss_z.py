@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iclab.models.hand_gradients import without_autograd
-from iclab.models.lsa_z_loss import z_statistics_loss
+from iclab.models.lsa.hand_gradients import without_autograd
+from iclab.models.lsa.statistics_loss import z_statistics_loss
 from iclab.seeding import make_generator
 from iclab.tasks.relu_statistics import sample_relu_z_statistics
 from tests.helpers import prompts, random_lsa, z_statistics_of
-from tests.models.test_lsa import literal_attention
+from tests.models.lsa.test_layer import literal_attention
 
 F64 = torch.float64
 

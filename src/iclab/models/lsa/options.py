@@ -1,0 +1,81 @@
+"""The options of the ``lsa`` model, declared once: ``LSAOptions``, the settings of ``iclab
+train --model lsa`` and of a spec's groups, from which ``LinearSelfAttention.create`` builds
+one layer or the L-layer stack, and with which ``LinearSelfAttention(d, options)`` builds
+the one layer directly.
+
+``layers`` is bounded where it is declared by the theory's own limit
+(``iclab.theory.depth.multistep.MAX_LAYERS``): a run the theory cannot judge is refused with
+one line before anything is trained or written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from iclab.errors import ConfigError
+from iclab.fields import setting
+from iclab.theory.depth.multistep import MAX_LAYERS
+
+INIT_SCHEMES = ("gd-subspace", "random")
+
+
+@dataclass(frozen=True)
+class LSAOptions:
+    """The options of the ``lsa`` model (``iclab train --model lsa``), declared once."""
+
+    key_dim: int | None = setting(None, "Key/query width k [default: d+1].", minimum=1,
+                                  maximum=100_000)
+    value_dim: int | None = setting(None, "Value width m [default: d+1].", minimum=1,
+                                    maximum=100_000)
+    normalise: bool = setting(False, "Divide the attention sum by n.")
+    attend_query: bool = setting(False, "Let the query token attend to itself.")
+    init_scale: float = setting(0.1, "Standard deviation of the initial weights.", minimum=0,
+                                maximum=1e6, strict=True)
+    init: str = setting("gd-subspace", "gd-subspace (u_x = m_y = 0 at the start, and kept "
+                        "there when the family's optimum has no nuisance term; with several "
+                        "layers, every layer starts at a noisy GD step) or random (every "
+                        "weight random and free; can end in a non-global local minimum).",
+                        choices=INIT_SCHEMES)
+    layers: int = setting(1, "Layers L of linear self-attention with a residual stream "
+                          "(1: the one-layer model; at most the theory's MAX_LAYERS).",
+                          minimum=1, maximum=MAX_LAYERS, omit_default=True)
+    parameterisation: str = setting("full", "full (every weight free) or sparse (Ahn et al.: "
+                                    "each layer one step of preconditioned GD); sparse and "
+                                    "looped use the L-layer model even at L = 1.",
+                                    choices=("full", "sparse"), omit_default=True)
+    looped: bool = setting(False, "One set of weights applied at every layer.",
+                           omit_default=True)
+
+    def check_layer(self, d: int) -> None:
+        """ConfigError (one line) unless these options build one layer for dimension d:
+        d, key_dim and value_dim integers >= 1, a known init, and not the L-layer model."""
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            raise ConfigError(f"d must be an integer >= 1, got {d!r}")
+        for name, value in (("key_dim", self.key_dim), ("value_dim", self.value_dim)):
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be an integer >= 1, got {value}")
+        if self.init not in INIT_SCHEMES:
+            raise ConfigError(f"init must be one of {', '.join(INIT_SCHEMES)}; got "
+                              f"{self.init!r}")
+        if self.deep:
+            raise ConfigError("these options build the L-layer model: use "
+                              "LinearSelfAttention.create(d, options)")
+
+    def key_width(self, d: int) -> int:
+        """k: ``key_dim``, or d+1."""
+        return d + 1 if self.key_dim is None else self.key_dim
+
+    def value_width(self, d: int) -> int:
+        """m: ``value_dim``, or d+1."""
+        return d + 1 if self.value_dim is None else self.value_dim
+
+    @property
+    def deep(self) -> bool:
+        """Whether these options build the L-layer model (``iclab.models.lsa.deep``)."""
+        return self.layers > 1 or self.parameterisation == "sparse" or self.looped
+
+    @property
+    def depth(self) -> int | None:
+        """The depth these options declare (``Model.depth_of``): L for the L-layer model,
+        None for the one-layer model."""
+        return self.layers if self.deep else None
