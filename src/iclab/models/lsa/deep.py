@@ -71,6 +71,7 @@ class DeepLinearSelfAttention(Model):
 
     name = "lsa"
     description = "L layers of linear self-attention with a residual stream"
+    options_class = LSAOptions
     has_statistics = True
     statistics_kind = "wishart"
 

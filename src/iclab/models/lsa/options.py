@@ -1,7 +1,8 @@
 """The options of the ``lsa`` model, declared once: ``LSAOptions``, the settings of ``iclab
 train --model lsa`` and of a spec's groups, from which ``LinearSelfAttention.create`` builds
-one layer or the L-layer stack, and with which ``LinearSelfAttention(d, options)`` builds
-the one layer directly.
+one layer or the L-layer stack; ``LinearSelfAttention(d, options)`` builds the one layer and
+``DeepLinearSelfAttention(d, options)`` the stack directly, each checking the options it
+takes (``check_layer``, ``check_stack``).
 
 ``layers`` is bounded where it is declared by the theory's own limit
 (``iclab.theory.depth.multistep.MAX_LAYERS``): a run the theory cannot judge is refused with
