@@ -201,9 +201,8 @@ class TrainConfig:
         def matrix(value: list[list[float]] | None) -> np.ndarray | None:
             return None if value is None else np.asarray(value, dtype=np.float64)
 
-        registry = families or FamilyRegistry()
         law = {} if t.x_law == DEFAULT_LAW else {"x_law": t.x_law}
-        return registry.make_family(
+        return (families or FamilyRegistry()).make_family(
             t.family, t.d, t.n, float(t.sigma), t.width, matrix(t.cov_x), matrix(t.cov_w),
             **law, context_correlation=t.context_correlation,
             context_covariance=matrix(t.context_covariance))
