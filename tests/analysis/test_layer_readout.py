@@ -10,7 +10,8 @@ import torch
 
 from iclab.analysis.layer_readout import compare_steps, read_layers
 from iclab.errors import ConfigError
-from iclab.models.lsa.deep import DeepLinearSelfAttention, DeepLSAOptions, sparse_gd_model
+from iclab.models.lsa.deep import DeepLinearSelfAttention, sparse_gd_model
+from iclab.models.lsa.options import LSAOptions
 
 
 def test_read_layers_of_constructed_preconditioners() -> None:
@@ -46,6 +47,6 @@ def test_bad_comparisons_and_full_models_are_refused() -> None:
         compare_steps([0.1], [0.1, 0.2])
     with pytest.raises(ConfigError, match="finite and non-zero"):
         compare_steps([0.1], [0.0])
-    full = DeepLinearSelfAttention(DeepLSAOptions(2, 2, "full"))
+    full = DeepLinearSelfAttention(2, LSAOptions(layers=2))
     with pytest.raises(ConfigError, match="sparse parameterisation only"):
         read_layers(full)

@@ -12,7 +12,7 @@ from iclab.algorithms import lsa_from_gamma
 from iclab.algorithms.baselines import BayesPosteriorMean, LeastSquares
 from iclab.analysis.reference_measures import reference_measures
 from iclab.errors import ConfigError
-from iclab.models.softmax import SoftmaxAttention, SoftmaxOptions
+from iclab.models.softmax import SoftmaxAttention, SoftmaxModelOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.gaussian import gaussian_optimum
@@ -51,8 +51,8 @@ def test_reference_losses_are_the_references_losses() -> None:
 
 
 def test_softmax_model_is_measured() -> None:
-    net = SoftmaxAttention(SoftmaxOptions(4, heads=2), make_generator(0, "init"), 0.5,
-                           torch.float64)
+    net = SoftmaxAttention(4, SoftmaxModelOptions(heads=2, init_scale=0.5),
+                           make_generator(0, "init"), torch.float64)
     result = reference_measures(net, TASK, GAMMA, prompts=500, seed=0)
     for measures in result.values():
         assert -1.0 <= measures["sensitivity_cosine"] <= 1.0

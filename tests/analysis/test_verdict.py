@@ -96,4 +96,6 @@ def test_the_issues_untrained_run_is_not_called_optimal(
     assert saved["verdict"] == "not optimal"
     assert saved["verdict_evidence"]["gamma_rel_err"] > 0.99
     assert saved["verdict_evidence"]["precision"] > 1  # 4 se are more than L* itself
-    assert "verdict                      not optimal" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "verdict                      not optimal" in printed
+    assert "because                      the read-out's Gamma is outside its tolerance" in printed

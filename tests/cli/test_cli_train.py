@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -73,8 +74,25 @@ def test_train_writes_the_run_and_prints_a_table(
     assert code == 0
     printed = capsys.readouterr().out
     assert "eta_hat" in printed and "optimal loss L*" in printed
+    assert "step GD" not in printed and "standard errors from L*)" in printed
     config = json.loads((out / "config.json").read_text())
     assert config["cov_x"] == [[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 0.5]]
     assert config["steps"] == 40
     result = json.loads((out / "result.json").read_text())
     assert result["gamma_star_isotropic"] is False
+
+
+def test_an_l_layer_run_prints_its_comparison_with_the_optimal_l_step_gd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The table follows the depth the model declares (layers = 2): the optimal 2-step GD
+    loss and steps, the learned layer steps, and a verdict against the L-step GD loss."""
+    out = tmp_path / "run"
+    code = main(["train", "--layers", "2", "--parameterisation", "sparse", "--d", "3", "--n",
+                 "5", *FAST, "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    result = json.loads((out / "result.json").read_text())
+    assert re.search(rf"optimal 2-step GD loss +{result['gd_steps_loss']:.5f}\n", printed)
+    assert "learned layer steps (sorted)" in printed and "eta_hat" not in printed
+    assert "standard errors from the optimal L-step GD loss)" in printed

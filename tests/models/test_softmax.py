@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iclab.errors import ConfigError
-from iclab.models.softmax import SoftmaxAttention, SoftmaxOptions
+from iclab.models.softmax import SoftmaxAttention, SoftmaxModelOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.gaussian import loss_star_isotropic
@@ -21,14 +21,14 @@ from tests.helpers import prompts
 F64 = torch.float64
 
 
-def model(d: int = 3, seed: int = 0, **options: int) -> SoftmaxAttention:
-    return SoftmaxAttention(SoftmaxOptions(d, **options), make_generator(seed, "test-init"),
-                            init_scale=1.0, dtype=F64)
+def model(d: int = 3, seed: int = 0, heads: int = 1, mlp_width: int = 0) -> SoftmaxAttention:
+    options = SoftmaxModelOptions(heads=heads, mlp_width=mlp_width, init_scale=1.0)
+    return SoftmaxAttention(d, options, make_generator(seed, "test-init"), dtype=F64)
 
 
 def smoother(beta: float, value: torch.Tensor, d: int) -> SoftmaxAttention:
     """One head with logits beta x_i . x_q (key_dim d) and value row ``value`` for t[d]."""
-    net = SoftmaxAttention(SoftmaxOptions(d, key_dim=d), dtype=F64)
+    net = SoftmaxAttention(d, SoftmaxModelOptions(key_dim=d, heads=1), dtype=F64)
     with torch.no_grad():
         net.W_K.zero_()
         net.W_Q.zero_()
@@ -92,7 +92,7 @@ def test_two_heads_approach_linear_attention_at_small_logits() -> None:
     linear = ((p.X @ p.x_q[..., None]).squeeze(-1) * (p.y - ybar)).mean(1)
     errors = []
     for beta in (1e-2, 1e-3):
-        net = SoftmaxAttention(SoftmaxOptions(d, key_dim=d, heads=2), dtype=F64)
+        net = SoftmaxAttention(d, SoftmaxModelOptions(key_dim=d, heads=2), dtype=F64)
         with torch.no_grad():
             net.W_K.zero_()
             net.W_Q.zero_()
@@ -133,26 +133,27 @@ def test_every_parameter_gets_a_gradient() -> None:
        heads=st.integers(-2, 4), mlp_width=st.integers(-2, 4))
 def test_options_validation(d: int, key_dim: int | None, heads: int, mlp_width: int) -> None:
     valid = d >= 1 and (key_dim is None or key_dim >= 1) and heads >= 1 and mlp_width >= 0
+    options = SoftmaxModelOptions(key_dim, heads, mlp_width)
     if valid:
-        options = SoftmaxOptions(d, key_dim, heads, mlp_width)
-        assert options.k == (d + 1 if key_dim is None else key_dim)
+        net = SoftmaxAttention(d, options, dtype=F64)
+        assert net.W_K.shape == (heads, d + 1 if key_dim is None else key_dim, d + 1)
     else:
         with pytest.raises(ConfigError) as error:
-            SoftmaxOptions(d, key_dim, heads, mlp_width)
+            SoftmaxAttention(d, options)
         assert "\n" not in str(error.value) and "must be an integer" in str(error.value)
 
 
 @pytest.mark.parametrize("scale", [0.0, -1.0, math.nan, math.inf])
 def test_init_scale_validation(scale: float) -> None:
     with pytest.raises(ConfigError, match="init_scale"):
-        SoftmaxAttention(SoftmaxOptions(2), init_scale=scale)
+        SoftmaxAttention(2, SoftmaxModelOptions(init_scale=scale))
 
 
 def train(heads: int, steps: int, batch: int, lr: float, seed: int = 0, test_prompts: int = 20_000
           ) -> tuple[float, float]:
     """Adam with a cosine schedule on fresh whole prompts; test loss and its standard error."""
     task = LinearGaussian(5, 20, 0.5)
-    net = SoftmaxAttention(SoftmaxOptions(5, heads=heads), make_generator(seed, "init"), 0.1)
+    net = SoftmaxAttention(5, SoftmaxModelOptions(heads=heads), make_generator(seed, "init"))
     optimiser = torch.optim.Adam(net.parameters(), lr=lr)
     for step in range(steps):
         for group in optimiser.param_groups:

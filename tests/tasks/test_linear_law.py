@@ -185,10 +185,10 @@ def test_declared_capabilities() -> None:
     assert not LinearLawTask(3, 4, 0.5, cov_w=SW, rho=0.4).rotation_invariant
 
 
-@pytest.mark.parametrize("law", [None, "gaussian"])
+@pytest.mark.parametrize("law", [{}, {"x_law": "gaussian"}])
 def test_the_family_without_law_or_correlation_is_exactly_linear_gaussian(
-        law: str | None) -> None:
-    task = linear_family(3, 6, 0.5, SX, SW, x_law=law)
+        law: dict[str, str]) -> None:
+    task = linear_family(3, 6, 0.5, SX, SW, **law)
     reference = LinearGaussian(3, 6, 0.5, SX, SW)
     assert type(task) is LinearGaussian
     assert np.array_equal(task.sigma_x, SX) and np.array_equal(task.sigma_w, SW)

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from iclab.errors import ConfigError
-from iclab.models.lsa.deep import DeepLinearSelfAttention, DeepLSAOptions
+from iclab.models.lsa.deep import DeepLinearSelfAttention
+from iclab.models.lsa.options import LSAOptions
 from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask
@@ -119,8 +120,9 @@ def test_deep_predictions_have_the_same_law_on_both_paths(
     n: int, layers: int, parameterisation: str, scale: float
 ) -> None:
     family = task(n)
-    model = DeepLinearSelfAttention(DeepLSAOptions(2, layers, parameterisation),
-                                    make_generator(n, "test-model"), scale, F64, "random")
+    options = LSAOptions(layers=layers, parameterisation=parameterisation, init="random",
+                         init_scale=scale)
+    model = DeepLinearSelfAttention(2, options, make_generator(n, "test-model"), F64)
     stats = sample_z_statistics(family, 40_000, make_generator(n, "test-z-law"), F64)
     Z, x_q, y_q = prompt_gram(family, 40_000, n + 100)
     with torch.no_grad():
@@ -191,8 +193,8 @@ def test_training_gradients_have_the_same_mean_on_both_paths(parameterisation: s
     whole prompts, at a noisy GD start (every weight outside the x-y coupling blocks
     perturbed, so that many gradient entries stand well above their noise)."""
     family = task(6, d=2)
-    model = DeepLinearSelfAttention(DeepLSAOptions(2, 2, parameterisation),
-                                    make_generator(0, "test-grad"), 0.2, F64)
+    options = LSAOptions(layers=2, parameterisation=parameterisation, init_scale=0.2)
+    model = DeepLinearSelfAttention(2, options, make_generator(0, "test-grad"), F64)
     with torch.no_grad():
         for weight in model.parameters():
             noise = 0.05 * torch.randn(weight.shape, generator=make_generator(1, "w"), dtype=F64)
@@ -211,8 +213,8 @@ def train(
 ) -> DeepLinearSelfAttention:
     """Adam on fresh batches (drawn from ``seed``'s training stream), cosine learning rate,
     gradient norm clipped at 1; the same initial weights for every seed."""
-    model = DeepLinearSelfAttention(DeepLSAOptions(family.d, layers, parameterisation),
-                                    make_generator(0, "init"), 0.1)
+    options = LSAOptions(layers=layers, parameterisation=parameterisation)
+    model = DeepLinearSelfAttention(family.d, options, make_generator(0, "init"))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.005)
     for step in range(steps):
         for group in optimizer.param_groups:

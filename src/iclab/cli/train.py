@@ -29,8 +29,15 @@ def _row(result: dict[str, Any], key: str, label: str, fmt: str) -> tuple[str, s
     return None if value is None else (label, format(value, fmt))
 
 
-def format_result(result: dict[str, Any]) -> str:
-    """A short human-readable table of a run's result, its verdict last."""
+def _reference(depth: int | None) -> str:
+    """What a run of this declared depth is judged against (``TrainConfig.depth``)."""
+    return "L*" if depth is None else "the optimal L-step GD loss"
+
+
+def format_result(result: dict[str, Any], depth: int | None = None) -> str:
+    """A short human-readable table of a run's result, its verdict last; ``depth``: the
+    depth the run's model declares (``TrainConfig.depth``), L for an L-layer stack, whose
+    rows compare it with the optimal L-step GD."""
     rows: list[tuple[str, str] | None] = []
     if "eta_hat" in result:
         star = f"{result['eta_star']:.6f}" + (
@@ -51,9 +58,9 @@ def format_result(result: dict[str, Any]) -> str:
             rows.append((f"vs {name}: |diff|, cosine",
                          f"{measures['mean_abs_prediction_difference']:.4f}, "
                          f"{measures['sensitivity_cosine']:.4f}"))
-    if "gd_steps_loss" in result:
+    if depth is not None:
         se = result.get("gd_steps_loss_stderr") or 0.0
-        rows.append((f"optimal {result['layers']}-step GD loss",
+        rows.append((f"optimal {depth}-step GD loss",
                      f"{result['gd_steps_loss']:.5f}" + (f" ± {se:.5f}" if se else "")))
         rows.append(("optimal steps (sorted)",
                      ", ".join(f"{eta:.5f}" for eta in result["gd_steps_etas"])))
@@ -70,12 +77,11 @@ def format_result(result: dict[str, Any]) -> str:
     lines = [f"{name:<{width}}  {value}" for name, value in shown]
     if "verdict" in result:
         z = result.get("excess_z", 0.0)
-        reference = "the optimal L-step GD loss" if "gd_steps_loss" in result else "L*"
-        reason = (result.get("verdict_evidence") or {}).get("reason")
-        note = f"; {reason}" if reason and result["verdict"] in ("undetermined",
-                                                                 "not optimal") else ""
         lines.append(f"{'verdict':<{width}}  {result['verdict']} (test loss "
-                     f"{z:+.1f} standard errors from {reference}{note})")
+                     f"{z:+.1f} standard errors from {_reference(depth)})")
+        reason = (result.get("verdict_evidence") or {}).get("reason")
+        if reason and result["verdict"] in ("undetermined", "not optimal"):
+            lines.append(f"{'because':<{width}}  {reason}")
     return "\n".join(lines)
 
 
@@ -139,7 +145,8 @@ def make_train_command(registry: ModelRegistry) -> click.Command:
         path = check_out_dir(out)  # before Path(""), which is the current folder
         config = config_from_options(values, registry)
         result = run_training(config, path, progress=not quiet, restart=restart)
-        click.echo(format_result(result))
+        depth = config.depth(registry)
+        click.echo(format_result(result, depth))
         if result.get("verdict") in ("not optimal", "undetermined"):
             reason = (result.get("verdict_evidence") or {}).get("reason", "")
             what = ("the trained model is not optimal" if result["verdict"] == "not optimal"

@@ -27,6 +27,7 @@ from iclab.models.base import Model
 from iclab.models.probe import probe_plugins
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily
+from iclab.tasks.covariate_laws import DEFAULT_LAW
 from iclab.tasks.registry import FamilyRegistry
 
 SAMPLERS = ("auto", "statistics", "prompts")
@@ -52,7 +53,7 @@ class TaskConfig:
     width: int | None = setting(None, "Hidden width m of two-layer-relu [default: 8].",
                                 minimum=1, maximum=100_000)
     x_law: str = setting(
-        "gaussian", "Law of the covariates, x = Sigma_x^(1/2) z: gaussian, uniform, rademacher, "
+        DEFAULT_LAW, "Law of the covariates, x = Sigma_x^(1/2) z: gaussian, uniform, rademacher, "
         "laplace, student-t:NU (NU > 4) or MODULE:FUNCTION (linear-gaussian only).",
         omit_default=True)
     context_correlation: float | None = setting(
@@ -201,11 +202,10 @@ class TrainConfig:
         def matrix(value: list[list[float]] | None) -> np.ndarray | None:
             return None if value is None else np.asarray(value, dtype=np.float64)
 
-        registry = families or FamilyRegistry()
-        return registry.make_family(
+        law = {} if t.x_law == DEFAULT_LAW else {"x_law": t.x_law}
+        return (families or FamilyRegistry()).make_family(
             t.family, t.d, t.n, float(t.sigma), t.width, matrix(t.cov_x), matrix(t.cov_w),
-            x_law=None if t.x_law == TaskConfig.x_law else t.x_law,
-            context_correlation=t.context_correlation,
+            **law, context_correlation=t.context_correlation,
             context_covariance=matrix(t.context_covariance))
 
     def model_class(self, models: ModelRegistry | None = None) -> type[Model]:

@@ -43,33 +43,6 @@ def _positive_int(name: str, value: object, minimum: int) -> int:
 
 
 @dataclass(frozen=True)
-class SoftmaxOptions:
-    """Shape of a one-layer softmax attention model.
-
-    d: input dimension (>= 1); key_dim: each head's key and query dimension k (None means d+1);
-    heads: number of heads H (>= 1), each with its own keys, queries and values (key_dim is
-    per head, so no divisibility is needed); mlp_width: hidden width m of the MLP after
-    attention (0 = no MLP).
-    """
-
-    d: int
-    key_dim: int | None = None
-    heads: int = 1
-    mlp_width: int = 0
-
-    def __post_init__(self) -> None:
-        _positive_int("d", self.d, 1)
-        if self.key_dim is not None:
-            _positive_int("key_dim", self.key_dim, 1)
-        _positive_int("heads", self.heads, 1)
-        _positive_int("mlp_width", self.mlp_width, 0)
-
-    @property
-    def k(self) -> int:
-        return self.d + 1 if self.key_dim is None else self.key_dim
-
-
-@dataclass(frozen=True)
 class SoftmaxModelOptions:
     """The options of the ``softmax`` model (``iclab train --model softmax``), declared once.
 
@@ -85,6 +58,23 @@ class SoftmaxModelOptions:
                              minimum=0, maximum=100_000)
     init_scale: float = setting(0.1, "Standard deviation of the initial weights.", minimum=0,
                                 maximum=1e6, strict=True)
+
+    def check(self, d: int) -> None:
+        """ConfigError (one line) unless these options build a model for dimension d: d,
+        key_dim (when set) and heads integers >= 1, mlp_width >= 0, init_scale finite > 0."""
+        _positive_int("d", d, 1)
+        if self.key_dim is not None:
+            _positive_int("key_dim", self.key_dim, 1)
+        _positive_int("heads", self.heads, 1)
+        _positive_int("mlp_width", self.mlp_width, 0)
+        scale = self.init_scale
+        if isinstance(scale, bool) or not isinstance(scale, int | float) \
+                or not math.isfinite(scale) or scale <= 0:
+            raise ConfigError(f"init_scale must be a finite number > 0, got {scale!r}")
+
+    def key_width(self, d: int) -> int:
+        """k, each head's key and query width: ``key_dim``, or d+1."""
+        return d + 1 if self.key_dim is None else self.key_dim
 
 
 class SoftmaxAttention(Model):
@@ -105,8 +95,7 @@ class SoftmaxAttention(Model):
         cls, d: int, options: Any, generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> SoftmaxAttention:
-        shape = SoftmaxOptions(d, options.key_dim, options.heads, options.mlp_width)
-        return cls(shape, generator, options.init_scale, dtype)
+        return cls(d, options, generator, dtype)
 
     @classmethod
     def training_defaults(cls, options: Any) -> dict[str, Any]:
@@ -120,17 +109,21 @@ class SoftmaxAttention(Model):
 
     def __init__(
         self,
-        options: SoftmaxOptions,
+        d: int,
+        options: SoftmaxModelOptions | None = None,
         generator: torch.Generator | None = None,
-        init_scale: float = 0.1,
         dtype: torch.dtype = torch.float32,
     ) -> None:
+        """The model for dimension d of ``options`` (default ``SoftmaxModelOptions()``),
+        seeded."""
         super().__init__()
-        if isinstance(init_scale, bool) or not isinstance(init_scale, int | float) \
-                or not math.isfinite(init_scale) or init_scale <= 0:
-            raise ConfigError(f"init_scale must be a finite number > 0, got {init_scale!r}")
+        options = SoftmaxModelOptions() if options is None else options
+        options.check(d)
         self.options = options
-        d1, k, heads, width = options.d + 1, options.k, options.heads, options.mlp_width
+        self._d = d
+        self.key_width = options.key_width(d)
+        init_scale = options.init_scale
+        d1, k, heads, width = d + 1, self.key_width, options.heads, options.mlp_width
         device = generator.device if generator is not None else torch.device("cpu")
 
         def draw(*shape: int) -> nn.Parameter:
@@ -151,7 +144,7 @@ class SoftmaxAttention(Model):
 
     @property
     def d(self) -> int:
-        return self.options.d
+        return self._d
 
     def attention_weights(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor
                           ) -> torch.Tensor:
@@ -159,7 +152,7 @@ class SoftmaxAttention(Model):
         tokens = torch.cat([X, y[..., None]], dim=-1)                       # (B, n, d+1)
         keys = torch.einsum("hkc,bnc->bhnk", self.W_K, tokens)              # (B, H, n, k)
         queries = self.W_Q[:, :, : self.d] @ x_q.T                          # (H, k, B)
-        logits = torch.einsum("bhnk,hkb->bhn", keys, queries) / math.sqrt(self.options.k)
+        logits = torch.einsum("bhnk,hkb->bhn", keys, queries) / math.sqrt(self.key_width)
         return torch.softmax(logits, dim=-1)
 
     def forward(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:

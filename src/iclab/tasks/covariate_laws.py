@@ -42,11 +42,14 @@ from iclab.seeding import numpy_generator
 from iclab.tasks.user_law import UserLaw, is_user_spec, load_user_law
 
 __all__ = [
-    "LAW_NAMES", "CovariateLaw", "GaussianLaw", "LaplaceLaw", "RademacherLaw", "StudentTLaw",
-    "UniformLaw", "UserLaw", "allowed_laws", "load_user_law", "parse_law",
+    "DEFAULT_LAW", "LAW_NAMES", "CovariateLaw", "GaussianLaw", "LaplaceLaw", "RademacherLaw",
+    "StudentTLaw", "UniformLaw", "UserLaw", "allowed_laws", "load_user_law", "parse_law",
 ]
 
 LAW_NAMES = ("gaussian", "uniform", "rademacher", "laplace", "student-t:NU")
+DEFAULT_LAW = "gaussian"
+"""The covariate law a linear family has unless given another: its name, the one value of
+the default wherever a law is declared, passed or stored."""
 
 
 class CovariateLaw(Protocol):

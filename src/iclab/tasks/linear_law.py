@@ -36,7 +36,7 @@ import torch
 from iclab.errors import ConfigError
 from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.covariance import covariance_or_identity, validate_covariance
-from iclab.tasks.covariate_laws import CovariateLaw, GaussianLaw, parse_law
+from iclab.tasks.covariate_laws import DEFAULT_LAW, CovariateLaw, GaussianLaw, parse_law
 from iclab.tasks.linear_gaussian import LinearGaussian
 
 
@@ -201,19 +201,19 @@ class LinearLawTask:
 
 def linear_family(
     d: int, n: int, sigma: float, cov_x: np.ndarray | None = None,
-    cov_w: np.ndarray | None = None, x_law: str | None = None,
+    cov_w: np.ndarray | None = None, x_law: str = DEFAULT_LAW,
     context_correlation: float | None = None, context_covariance: np.ndarray | None = None,
 ) -> LinearGaussian | LinearLawTask:
-    """The ``linear-gaussian`` family with its parameters (None: not given).
+    """The ``linear-gaussian`` family with its parameters (None: not given; the covariate law
+    ``x_law`` by name, ``DEFAULT_LAW`` "gaussian" unless given).
 
-    With the Gaussian law (or none given) and no correlation or position covariance it is
+    With the Gaussian law and no correlation or position covariance it is
     exactly ``LinearGaussian`` (same draws, same sampler, same Bayes risk); otherwise a
     ``LinearLawTask``. Errors name the config keys.
     """
-    if x_law in (None, "gaussian") and context_correlation is None \
-            and context_covariance is None:
+    if x_law == DEFAULT_LAW and context_correlation is None and context_covariance is None:
         return LinearGaussian(d, n, sigma, cov_x, cov_w)
-    law = parse_law("gaussian" if x_law is None else x_law)
+    law = parse_law(x_law)
     if context_correlation is not None:
         rho = context_correlation
         if isinstance(rho, bool) or not isinstance(rho, int | float) \

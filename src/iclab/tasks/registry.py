@@ -32,7 +32,7 @@ import numpy as np
 from iclab.errors import ConfigError
 from iclab.plugins import is_plugin_reference, load_plugin
 from iclab.tasks.base import TaskFamily, check_scalars
-from iclab.tasks.covariate_laws import allowed_laws
+from iclab.tasks.covariate_laws import DEFAULT_LAW, allowed_laws
 from iclab.tasks.linear_law import linear_family
 from iclab.tasks.nonlinear import (
     DEFAULT_WIDTH,
@@ -181,7 +181,7 @@ def register_builtin_families(registry: FamilyRegistry) -> None:
     """Register iclab's own families on ``registry``, exactly as a user registers theirs."""
 
     def linear_gaussian(d: int, n: int, sigma: float, cov_x: np.ndarray | None = None,
-                        cov_w: np.ndarray | None = None, x_law: str | None = None,
+                        cov_w: np.ndarray | None = None, x_law: str = DEFAULT_LAW,
                         context_correlation: float | None = None,
                         context_covariance: np.ndarray | None = None) -> TaskFamily:
         return linear_family(d, n, sigma, cov_x, cov_w, x_law, context_correlation,
@@ -194,7 +194,7 @@ def register_builtin_families(registry: FamilyRegistry) -> None:
         "cov_x": "Sigma_x, a (d, d) positive-definite matrix (default I)",
         "cov_w": "Sigma_w, a (d, d) positive-definite matrix (default I)",
         "x_law": f"law of x = Sigma_x^(1/2) z, z's coordinates iid standardised: "
-                 f"{allowed_laws()} (default gaussian)",
+                 f"{allowed_laws()} (default {DEFAULT_LAW})",
         "context_correlation": "AR(1) correlation rho in (-1, 1) between a prompt's "
                                "positions, the query last (Gaussian x)",
         "context_covariance": "R, the (n+1, n+1) positive-definite covariance of a prompt's "

@@ -37,7 +37,6 @@ are not free. ``looped``: one set of weights applied L times.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -46,74 +45,52 @@ from iclab.batches import ZStatistics
 from iclab.errors import ConfigError
 from iclab.models.base import Model
 from iclab.models.lsa.deep_statistics import deep_statistics_prediction
-
-PARAMETERISATIONS = ("full", "sparse")
-DEEP_INIT_SCHEMES = ("gd", "random", "gd-subspace")
-
-
-@dataclass(frozen=True)
-class DeepLSAOptions:
-    """d: input dimension; layers: L >= 1; parameterisation: "full" (W_PV, W_KQ free) or
-    "sparse" (Ahn et al.: only B_l and p_l free); looped: one set of weights for all layers."""
-
-    d: int
-    layers: int = 1
-    parameterisation: str = "full"
-    looped: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("d", "layers"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-        if self.parameterisation not in PARAMETERISATIONS:
-            raise ConfigError(f"parameterisation must be one of {', '.join(PARAMETERISATIONS)}; "
-                              f"got {self.parameterisation!r}")
-        if not isinstance(self.looped, bool):
-            raise ConfigError(f"looped must be true or false, got {self.looped!r}")
-
-    @property
-    def stored_layers(self) -> int:
-        """How many sets of weights are stored: 1 when looped, else L."""
-        return 1 if self.looped else self.layers
+from iclab.models.lsa.options import LSAOptions
 
 
 class DeepLinearSelfAttention(Model):
     """L-layer linear self-attention read out at the query token (module docstring).
 
+    Built like the one layer, ``DeepLinearSelfAttention(d, options, generator, dtype)``, from
+    the model's one options class ``LSAOptions`` (``layers``, ``parameterisation``,
+    ``looped``, ``init``, ``init_scale``; the one-layer fields at their defaults).
+
     Parameters, each with a leading axis of length 1 (looped) or L:
     full: W_PV, W_KQ (., d+1, d+1); sparse: B (., d, d) the x-block of W_KQ, p (.,) the label
     entry of W_PV. Initialisation, s = init_scale, every random number from ``generator``:
 
-    - "gd" (the default): every layer a noisy GD step of size s: B_l = s (I + N_l),
-      p_l = -1 + s n_l (N_l, n_l standard normal), every other weight of a full model 0.
-      Random starts of full models at depth end in poor stationary points on some seeds
+    - ``init = "gd-subspace"`` (the default): every layer a noisy GD step of size s:
+      B_l = s (I + N_l), p_l = -1 + s n_l (N_l, n_l standard normal), every other weight of a
+      full model 0, so the blocks coupling x and y in W_PV and W_KQ start at 0. That set
+      (W = D W D, D = diag(1, .., 1, -1)) is mapped to itself by (w, noise) -> (-w, -noise),
+      so gradient flow on the population loss keeps it, and it holds GD and GD++. Random
+      starts of full models at depth end in poor stationary points on some seeds
       (benchmarks/README.md); this one does not;
-    - "random": every free weight N(0, s^2);
-    - "gd-subspace": "random", then (full models) the blocks coupling x and y in W_PV and
-      W_KQ set to 0. That set (W = D W D, D = diag(1, .., 1, -1)) is mapped to itself by
-      (w, noise) -> (-w, -noise), so gradient flow on the population loss keeps it, and it
-      holds GD and GD++ (which also transforms the x's). "gd" starts inside it too.
+    - ``init = "random"``: every free weight N(0, s^2).
     """
 
     name = "lsa"
     description = "L layers of linear self-attention with a residual stream"
+    options_class = LSAOptions
     has_statistics = True
     statistics_kind = "wishart"
 
     def __init__(
         self,
-        options: DeepLSAOptions,
+        d: int,
+        options: LSAOptions | None = None,
         generator: torch.Generator | None = None,
-        init_scale: float = 0.1,
         dtype: torch.dtype = torch.float32,
-        init: str = "gd",
     ) -> None:
+        """L layers for dimension d of ``options`` (default ``LSAOptions()``: one full
+        layer), seeded."""
         super().__init__()
-        if init not in DEEP_INIT_SCHEMES:
-            raise ConfigError(f"init must be one of {', '.join(DEEP_INIT_SCHEMES)}; got {init!r}")
+        options = LSAOptions() if options is None else options
+        options.check_stack(d)
         self.options = options
-        d, p, stored = options.d, options.d + 1, options.stored_layers
+        self._d = d
+        init_scale = options.init_scale
+        p, stored = d + 1, options.stored_layers
         device = generator.device if generator is not None else torch.device("cpu")
 
         def normal(*shape: int) -> torch.Tensor:
@@ -124,7 +101,7 @@ class DeepLinearSelfAttention(Model):
             return nn.Parameter(normal(*shape))
 
         self.sparse = options.parameterisation == "sparse"
-        if init == "gd":
+        if options.init == "gd-subspace":
             B = normal(stored, d, d) + init_scale * torch.eye(d, dtype=dtype, device=device)
             pv = normal(stored) - 1.0
             if self.sparse:
@@ -138,15 +115,10 @@ class DeepLinearSelfAttention(Model):
         else:
             self.W_PV = draw(stored, p, p)
             self.W_KQ = draw(stored, p, p)
-            if init == "gd-subspace":
-                with torch.no_grad():
-                    for weight in (self.W_PV, self.W_KQ):
-                        weight[:, :d, d] = 0.0
-                        weight[:, d, :d] = 0.0
 
     @property
     def d(self) -> int:
-        return self.options.d
+        return self._d
 
     @property
     def layers(self) -> int:
@@ -225,7 +197,8 @@ def sparse_gd_model(
         raise ConfigError(f"preconditioners must be (L, d, d) with L >= 1, got {tuple(A.shape)}")
     if looped and not torch.equal(A, A[:1].expand_as(A)):
         raise ConfigError("a looped model needs the same preconditioner at every layer")
-    model = DeepLinearSelfAttention(DeepLSAOptions(d, layers, "sparse", looped), dtype=dtype)
+    options = LSAOptions(layers=layers, parameterisation="sparse", looped=looped)
+    model = DeepLinearSelfAttention(d, options, dtype=dtype)
     stored = model.options.stored_layers
     with torch.no_grad():
         model.B.copy_(A[:stored].transpose(1, 2))

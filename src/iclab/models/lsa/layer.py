@@ -24,7 +24,7 @@ from torch import nn
 from iclab.batches import GaussianStatistics, XYStatistics, ZStatistics
 from iclab.errors import ConfigError
 from iclab.models.base import Model
-from iclab.models.lsa.deep import DeepLinearSelfAttention, DeepLSAOptions
+from iclab.models.lsa.deep import DeepLinearSelfAttention
 from iclab.models.lsa.hand_gradients import as_autograd_node, without_autograd
 from iclab.models.lsa.options import LSAOptions
 from iclab.models.lsa.prompts import prompts_prediction
@@ -67,7 +67,7 @@ class LinearSelfAttention(Model):
         """The ``lsa`` model of ``options`` (an ``LSAOptions``) for dimension d: this
         one-layer model, or the L-layer model when ``options.deep``."""
         if options.deep:
-            return _deep_model(d, options, generator, dtype)
+            return DeepLinearSelfAttention(d, options, generator, dtype)
         return cls(d, options, generator, dtype)
 
     @classmethod
@@ -278,16 +278,3 @@ rare prompts' gradients reach norms of 1e12."""
 FULL_DEEP_WARMUP = 50
 """Warm-up steps of the full L-layer model: Adam's first steps, about lr for every weight, threw
 a rare prompt past float32 (L = 4, seed 2); on the sparse model it delays the layers' split."""
-
-
-def _deep_model(d: int, options: Any, generator: torch.Generator | None,
-                dtype: torch.dtype) -> Model:
-    """The L-layer model (``iclab.models.lsa.deep``) of ``lsa`` options; its "gd" start is
-    the gd-subspace start of several layers."""
-    for name in ("key_dim", "value_dim", "normalise", "attend_query"):
-        if getattr(options, name) != getattr(LSAOptions(), name):
-            raise ConfigError(f"{name} applies to the one-layer lsa model only (layers = 1, "
-                              f"parameterisation full, not looped)")
-    shape = DeepLSAOptions(d, options.layers, options.parameterisation, options.looped)
-    init = "gd" if options.init == "gd-subspace" else "random"
-    return DeepLinearSelfAttention(shape, generator, options.init_scale, dtype, init)

@@ -1,7 +1,8 @@
 """The options of the ``lsa`` model, declared once: ``LSAOptions``, the settings of ``iclab
 train --model lsa`` and of a spec's groups, from which ``LinearSelfAttention.create`` builds
-one layer or the L-layer stack, and with which ``LinearSelfAttention(d, options)`` builds
-the one layer directly.
+one layer or the L-layer stack; ``LinearSelfAttention(d, options)`` builds the one layer and
+``DeepLinearSelfAttention(d, options)`` the stack directly, each checking the options it
+takes (``check_layer``, ``check_stack``).
 
 ``layers`` is bounded where it is declared by the theory's own limit
 (``iclab.theory.depth.multistep.MAX_LAYERS``): a run the theory cannot judge is refused with
@@ -17,6 +18,8 @@ from iclab.fields import setting
 from iclab.theory.depth.multistep import MAX_LAYERS
 
 INIT_SCHEMES = ("gd-subspace", "random")
+PARAMETERISATIONS = ("full", "sparse")
+ONE_LAYER_FIELDS = ("key_dim", "value_dim", "normalise", "attend_query")
 
 
 @dataclass(frozen=True)
@@ -42,15 +45,14 @@ class LSAOptions:
     parameterisation: str = setting("full", "full (every weight free) or sparse (Ahn et al.: "
                                     "each layer one step of preconditioned GD); sparse and "
                                     "looped use the L-layer model even at L = 1.",
-                                    choices=("full", "sparse"), omit_default=True)
+                                    choices=PARAMETERISATIONS, omit_default=True)
     looped: bool = setting(False, "One set of weights applied at every layer.",
                            omit_default=True)
 
     def check_layer(self, d: int) -> None:
         """ConfigError (one line) unless these options build one layer for dimension d:
         d, key_dim and value_dim integers >= 1, a known init, and not the L-layer model."""
-        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-            raise ConfigError(f"d must be an integer >= 1, got {d!r}")
+        _check_positive("d", d)
         for name, value in (("key_dim", self.key_dim), ("value_dim", self.value_dim)):
             if value is not None and value < 1:
                 raise ConfigError(f"{name} must be an integer >= 1, got {value}")
@@ -60,6 +62,30 @@ class LSAOptions:
         if self.deep:
             raise ConfigError("these options build the L-layer model: use "
                               "LinearSelfAttention.create(d, options)")
+
+    def check_stack(self, d: int) -> None:
+        """ConfigError (one line) unless these options build the L-layer stack for dimension
+        d (``iclab.models.lsa.deep``): d and layers integers >= 1, a known parameterisation
+        and init, looped true or false, and the one-layer fields at their defaults."""
+        _check_positive("d", d)
+        _check_positive("layers", self.layers)
+        if self.parameterisation not in PARAMETERISATIONS:
+            raise ConfigError(f"parameterisation must be one of {', '.join(PARAMETERISATIONS)}; "
+                              f"got {self.parameterisation!r}")
+        if not isinstance(self.looped, bool):
+            raise ConfigError(f"looped must be true or false, got {self.looped!r}")
+        if self.init not in INIT_SCHEMES:
+            raise ConfigError(f"init must be one of {', '.join(INIT_SCHEMES)}; got "
+                              f"{self.init!r}")
+        for name in ONE_LAYER_FIELDS:
+            if getattr(self, name) != getattr(LSAOptions(), name):
+                raise ConfigError(f"{name} applies to the one-layer lsa model only (layers = 1, "
+                                  f"parameterisation full, not looped)")
+
+    @property
+    def stored_layers(self) -> int:
+        """How many sets of weights the L-layer stack stores: 1 when looped, else L."""
+        return 1 if self.looped else self.layers
 
     def key_width(self, d: int) -> int:
         """k: ``key_dim``, or d+1."""
@@ -79,3 +105,8 @@ class LSAOptions:
         """The depth these options declare (``Model.depth_of``): L for the L-layer model,
         None for the one-layer model."""
         return self.layers if self.deep else None
+
+
+def _check_positive(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
