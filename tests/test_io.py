@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from iclab.errors import NotFiniteError
 from iclab.io import atomic_write, atomic_write_json, read_json
 
 
@@ -22,5 +23,15 @@ def test_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path)
 
     with pytest.raises(RuntimeError):
         atomic_write(target, broken)
+    assert read_json(target) == {"old": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_json_with_a_non_finite_number_is_never_written(tmp_path: Path, bad: float) -> None:
+    target = tmp_path / "x.json"
+    atomic_write_json(target, {"old": True})
+    with pytest.raises(NotFiniteError, match=r"x\.json: a number to be written is not finite"):
+        atomic_write_json(target, {"rows": [{"loss": 1.0}, {"loss": bad}]})
     assert read_json(target) == {"old": True}
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]

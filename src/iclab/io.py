@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from iclab.errors import NotFiniteError
+
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, fsync it, then rename it over."""
@@ -38,8 +40,14 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as indented JSON to ``path`` atomically."""
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    """Write ``data`` as indented JSON to ``path`` atomically; NotFiniteError, and no file, if
+    it holds a NaN or an infinity (JSON has neither)."""
+    try:
+        text = json.dumps(data, indent=2, sort_keys=False, allow_nan=False)
+    except ValueError:
+        raise NotFiniteError(f"{path}: a number to be written is not finite (NaN or "
+                             f"infinity), so nothing is written") from None
+    atomic_write_text(path, text + "\n")
 
 
 def read_json(path: Path) -> Any:

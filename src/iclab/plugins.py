@@ -1,4 +1,5 @@
-"""Loading a user's plug-in (a model class, a family's draw function) from a reference.
+"""Loading a user's plug-in (a model class, a family's draw function, a covariate law's draw
+function) from a reference: the one loader every plug-in goes through.
 
 Two forms, as on the command line: ``MODULE:ATTR`` (an importable module, or a file
 MODULE.py in the working directory) and ``path/to/file.py:ATTR`` (any Python file). Loading
@@ -27,6 +28,10 @@ def is_plugin_reference(text: Any) -> bool:
     return isinstance(text, str) and bool(_MODULE_FORM.match(text) or _FILE_FORM.match(text))
 
 
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())[:200]
+
+
 def _import_file(path_text: str, reference: str, kind: str) -> Any:
     path = Path(path_text)
     if not path.is_file():
@@ -45,7 +50,7 @@ def _import_file(path_text: str, reference: str, kind: str) -> Any:
     except (Exception, SystemExit) as error:  # a plug-in calling sys.exit() is a failure too
         del sys.modules[name]
         raise ConfigError(f"{kind} {reference!r}: importing {path_text} failed "
-                          f"({type(error).__name__}: {error})") from None
+                          f"({type(error).__name__}: {_one_line(error)})") from None
     return module
 
 
@@ -57,10 +62,10 @@ def _import_module(module_name: str, reference: str, kind: str) -> Any:
         return importlib.import_module(module_name)
     except ImportError as error:
         raise ConfigError(f"{kind} {reference!r}: cannot import module {module_name!r} "
-                          f"({error})") from None
+                          f"({_one_line(error)})") from None
     except (Exception, SystemExit) as error:  # a plug-in calling sys.exit() is a failure too
         raise ConfigError(f"{kind} {reference!r}: importing {module_name} failed "
-                          f"({type(error).__name__}: {error})") from None
+                          f"({type(error).__name__}: {_one_line(error)})") from None
     finally:
         if cwd_missing:
             sys.path.remove(os.getcwd())
@@ -80,6 +85,6 @@ def load_plugin(reference: str, kind: str) -> Any:
         raise ConfigError(f"{kind} {reference!r} is not MODULE:ATTR or path/to/file.py:ATTR")
     value = getattr(module, attr, None)
     if value is None:
-        what = "function" if kind == "family" else "class"
+        what = "function" if kind in ("family", "covariate law") else "class"
         raise ConfigError(f"{kind} {reference!r}: {module.__name__} has no {what} {attr!r}")
     return value

@@ -129,19 +129,21 @@ def test_neutral_value_is_the_training_law(kind: str) -> None:
         np.testing.assert_array_equal(getattr(law, name), getattr(train, name))
 
 
-ALLOWED = {
-    "n": lambda v: float(v).is_integer() and v >= 1,
-    "sigma": lambda v: v >= 0,
-    "x-scale": lambda v: v > 0,
-    "query-scale": lambda v: v > 0,
-    "w-scale": lambda v: v > 0,
-    "w-mean": lambda v: True,
+ALLOWED = {  # the documented ranges (the module's table), written out independently
+    "n": lambda v: float(v).is_integer() and 1 <= v <= 1_000_000,
+    "sigma": lambda v: 0 <= v <= 1e4,
+    "x-scale": lambda v: 1e-4 <= v <= 1e4,
+    "query-scale": lambda v: 1e-4 <= v <= 1e4,
+    "w-scale": lambda v: 1e-4 <= v <= 1e4,
+    "w-mean": lambda v: -1e4 <= v <= 1e4,
 }
 
 
 @given(kind=st.sampled_from(SHIFT_KINDS),
-       value=st.one_of(st.floats(-1e3, 1e3), st.integers(-5, 200),
-                       st.sampled_from([math.nan, math.inf, -math.inf, 0.0, 1.0, 2.5])))
+       value=st.one_of(st.floats(-1e3, 1e3), st.integers(-5, 200), st.floats(-1e308, 1e308),
+                       st.sampled_from([math.nan, math.inf, -math.inf, 0.0, 1.0, 2.5, 1e-4,
+                                        1e4, 1e4 * (1 + 1e-15), 1e6, 1e6 + 1, 1e200, 1e308,
+                                        -1e200, 1e-200])))
 def test_check_value_accepts_exactly_the_allowed(kind: str, value: float) -> None:
     allowed = math.isfinite(value) and ALLOWED[kind](value)
     if allowed:
@@ -161,12 +163,13 @@ def test_unknown_kind_is_refused(kind: str) -> None:
     assert "x-scale" in str(error.value) and "\n" not in str(error.value)
 
 
-def test_bools_and_extreme_scales_are_refused() -> None:
+def test_bools_and_extreme_values_are_refused_up_front() -> None:
     with pytest.raises(ConfigError):
         check_value("n", True)
-    for value in (1e-200, 1e200):
-        with pytest.raises(ConfigError, match="too extreme"):
-            shifted_law(base_task(), "x-scale", value)
+    for kind, text in (("x-scale", "1e-200"), ("x-scale", "1e200"), ("w-mean", "0,1e200"),
+                       ("sigma", "1e308"), ("n", "1e308")):
+        with pytest.raises(ConfigError, match=f"shift {kind}: value .* is not allowed"):
+            parse_values(kind, text)
 
 
 def test_parse_values() -> None:

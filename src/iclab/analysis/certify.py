@@ -51,8 +51,12 @@ def paired_excess(
     return mean, math.sqrt(variance / prompts)
 
 
-def _ratio(value: float, stderr: float) -> float:
-    return value / stderr if stderr > 0 else (0.0 if value == 0 else math.copysign(1e300, value))
+def _ratio(value: float, stderr: float) -> float | None:
+    """value / stderr, or None where that is no finite number (no spread, or overflow)."""
+    if not (math.isfinite(value) and math.isfinite(stderr) and stderr > 0):
+        return None
+    z = value / stderr
+    return z if math.isfinite(z) else None
 
 
 def certify_model(
@@ -71,7 +75,7 @@ def certify_model(
     excess_se = math.hypot(float(result["test_loss_stderr"]), span.loss_stderr)
     paired, paired_se = paired_excess(model, span, task, test_prompts, seed)
     paired += span.estimation_excess
-    return {
+    report = {
         "test_loss": float(result["test_loss"]),
         "test_loss_stderr": float(result["test_loss_stderr"]),
         "bound": span.loss,
@@ -93,3 +97,17 @@ def certify_model(
             "test_prompts": span.test_prompts, "query_cubic": span.query_cubic,
         },
     }
+    checked: dict[str, Any] = _finite_or_none(report)
+    return checked
+
+
+def _finite_or_none(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None: no NaN or infinity is ever
+    written or printed (a verdict then says what is missing)."""
+    if isinstance(value, dict):
+        return {key: _finite_or_none(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_none(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -140,7 +140,7 @@ def _run(args: list[str], registries: Registries | None) -> int:
     _import_libraries()
     import click
 
-    from iclab.errors import ConfigError
+    from iclab.errors import ConfigError, NotFiniteError
     from iclab.experiments.claims.kind import ClaimsNotHeldError
     from iclab.experiments.specs.sweep import SweepError
     from iclab.training.loop import TrainingDivergedError
@@ -156,7 +156,7 @@ def _run(args: list[str], registries: Registries | None) -> int:
         return 2
     except ConfigError as error:
         return _fail(str(error), 2)
-    except (TrainingDivergedError, SweepError, ClaimsNotHeldError) as error:
+    except (TrainingDivergedError, SweepError, ClaimsNotHeldError, NotFiniteError) as error:
         return _fail(str(error), 1)
     except click.exceptions.Abort as error:  # click turns Ctrl-C into Abort
         context = error.__context__

@@ -50,4 +50,4 @@ def shift_command(run_dir: str, kind: str, values_text: str, prompts: int, out: 
     test law. Writes shift.json, shift.csv and shift.png.
     """
     data = shift_run(run_dir, kind, values_text, prompts, out, seed)
-    click.echo(json.dumps(data) if as_json else format_rows(data))
+    click.echo(json.dumps(data, allow_nan=False) if as_json else format_rows(data))

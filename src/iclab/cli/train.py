@@ -79,6 +79,9 @@ def format_result(result: dict[str, Any], depth: int | None = None) -> str:
         z = result.get("excess_z", 0.0)
         lines.append(f"{'verdict':<{width}}  {result['verdict']} (test loss "
                      f"{z:+.1f} standard errors from {_reference(depth)})")
+        reason = (result.get("verdict_evidence") or {}).get("reason")
+        if reason and result["verdict"] in ("undetermined", "not optimal"):
+            lines.append(f"{'because':<{width}}  {reason}")
     return "\n".join(lines)
 
 
@@ -134,7 +137,9 @@ def make_train_command(registry: ModelRegistry) -> click.Command:
 
         Writes OUT/config.json, OUT/metrics.jsonl, OUT/model.safetensors and, last,
         OUT/result.json (with a verdict: "optimal" when the test loss is within 4 standard
-        errors of the optimal LSA loss L*). Running the same command again resumes an
+        errors of the optimal LSA loss L*, those 4 standard errors are within 5 % of L*,
+        and a read-out's Gamma is within 10 % of Gamma*; "undetermined" when the
+        evidence is too thin). Running the same command again resumes an
         interrupted run; a finished run is not re-run.
         """
         path = check_out_dir(out)  # before Path(""), which is the current folder
@@ -142,10 +147,11 @@ def make_train_command(registry: ModelRegistry) -> click.Command:
         result = run_training(config, path, progress=not quiet, restart=restart)
         depth = config.depth(registry)
         click.echo(format_result(result, depth))
-        if result.get("verdict") == "not optimal":
-            click.echo(f"iclab: warning: the trained model is not optimal: its test loss is "
-                       f"{result['excess_z']:.1f} standard errors above {_reference(depth)}",
-                       err=True)
+        if result.get("verdict") in ("not optimal", "undetermined"):
+            reason = (result.get("verdict_evidence") or {}).get("reason", "")
+            what = ("the trained model is not optimal" if result["verdict"] == "not optimal"
+                    else "the verdict is undetermined")
+            click.echo(f"iclab: warning: {what}: {reason}", err=True)
 
     sections = [(cls, "") for cls in SECTIONS] + _model_notes(registry)
     options = [

@@ -24,6 +24,7 @@ from iclab.batches import shared_statistics_kind
 from iclab.errors import ConfigError
 from iclab.fields import REQUIRED, field_infos, from_flat, setting, to_flat, validate
 from iclab.models.base import Model
+from iclab.models.probe import probe_plugins
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariate_laws import DEFAULT_LAW
@@ -250,9 +251,8 @@ class TrainConfig:
         model_class = self.built_class(models)
         self._check_size()
         task = self.make_task(families)
-        probe = getattr(task, "probe", None)
-        if callable(probe):  # a user's draw function: called once, so it fails here
-            probe(self.run.seed)
+        probe_plugins(self.model_class(models), self.model_name, self.task.d, self.task.n,
+                      self.model, task, self.run.seed)  # a user's model or family, tried here
         if self.optim.sampler == "statistics" and not supports_statistics(task, model_class):
             raise ConfigError(
                 f"sampler statistics needs a family with the sufficient-statistic sampler "

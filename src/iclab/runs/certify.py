@@ -26,6 +26,6 @@ def certify_run(
                           f"d = {config.task.d}")
     check_prompt_counts(config.task.d, fit_prompts, test_prompts, query_cubic, config.task.n)
     task = config.make_task()
-    model = load_trained_model(run_dir, config)
+    model = load_trained_model(run_dir, config, result=result)
     report = certify_model(model, task, result, fit_prompts, test_prompts, seed, query_cubic)
     return {"run": str(run_dir), "family": config.task.family, **report}

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,12 @@ from iclab.analysis.evaluate import evaluate
 from iclab.analysis.verdict import judge, judge_depth
 from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
-from iclab.runs.folder import RESULT, check_out_dir, prepare_run_dir, read_result, write_result
-from iclab.tasks.registry import FamilyRegistry
+from iclab.models.probe import is_builtin
+from iclab.plugins import is_plugin_reference
+from iclab.runs.folder import check_out_dir, prepare_run_dir, read_result
+from iclab.tasks.registry import FAMILY_NAMES, FamilyRegistry
 from iclab.training.loop import TrainingDivergedError, fit, resolve_device
+from iclab.training.run_folder import RunFolder
 
 
 def run_training(
@@ -39,16 +44,20 @@ def run_training(
     resolve_device(config.run.device)
     task = config.make_task(families)
     if prepare_run_dir(config, path, restart):
-        return read_result(path)
+        return read_result(path, config=config)
     started, cpu_started = time.perf_counter(), time.process_time()
+    plugins = _uses_plugins(config)
     try:
-        trained = fit(config, task, path, progress)
+        with _plugin_failures(plugins, path, "training"):
+            trained = fit(config, task, path, progress)
     except OSError as error:  # the folder changed under us: a file became a folder, disk full
         name = f" {error.filename}" if error.filename else ""
         raise ConfigError(f"{path}: cannot write the run's files{name} "
                           f"({error.strerror or type(error).__name__})") from None
     depth = config.depth()
-    result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed, depth)
+    with _plugin_failures(plugins, path, "evaluating the trained model"):
+        result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed,
+                          depth)
     result.update(judge(result, linear=trained.model.has_readout))
     if depth is not None:  # an L-layer stack: judged against the optimal L-step GD
         result.update(judge_depth(result, sparse="layer_steps" in result))
@@ -56,14 +65,38 @@ def run_training(
     result["cpu_seconds"] = time.process_time() - cpu_started  # this process, all threads
     result["sampler"] = trained.sampler
     try:
-        write_result(path / RESULT, result)
+        return RunFolder(path).write_result(result, config.hash(), trained.checksum)
+    except OSError as error:  # a full disk: atomic_write has removed its temporary file
+        raise ConfigError(f"{path}: cannot write the result "
+                          f"({error.strerror or type(error).__name__})") from None
     except ValueError:  # JSON holds no NaN: the model did not train (weights underflowed to 0)
         bad = [key for key, value in result.items() if not _finite(value)]
         raise TrainingDivergedError(
             f"the trained model's {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not "
             f"finite, so no result is written; check --init-scale and --lr (rerun with "
             f"--restart)") from None
-    return result
+
+
+def _uses_plugins(config: TrainConfig) -> bool:
+    """Whether the run's model, family or covariate law is a user's plug-in."""
+    return (not is_builtin(config.model_class()) or config.task.family not in FAMILY_NAMES
+            or is_plugin_reference(config.task.x_law))
+
+
+@contextmanager
+def _plugin_failures(plugins: bool, path: Path, stage: str) -> Iterator[None]:
+    """A user's plug-in failing later than its probe (``TrainConfig.validate``): one
+    ConfigError line; iclab's own errors pass through."""
+    try:
+        yield
+    except (ConfigError, OSError, MemoryError, TrainingDivergedError):
+        raise
+    except Exception as error:
+        if not plugins:
+            raise
+        text = " ".join(str(error).split())[:160]
+        raise ConfigError(f"{path}: {stage} failed in a plug-in ({type(error).__name__}: "
+                          f"{text}); no result is written") from None
 
 
 def _finite(value: Any) -> bool:

@@ -227,7 +227,7 @@ class FunctionTask(DrawnTask):
         family) when the function fails or returns anything else."""
         try:
             values = self.draw(inputs, generator)
-        except Exception as error:  # the user's code: any failure is reported, not raised
+        except (Exception, SystemExit) as error:  # the user's code: reported, not raised
             first = (str(error).strip().splitlines() or [""])[0][:160]
             raise ConfigError(f"family {self.name}: draw(inputs, generator) failed "
                               f"({type(error).__name__}: {first})") from None
@@ -247,8 +247,27 @@ class FunctionTask(DrawnTask):
         return values
 
     def probe(self, seed: int = 0) -> None:
-        """Draw two prompts, so that a broken draw function fails before any work is done."""
+        """Draw two prompts, and f's values on PROBE_ROWS x PROBE_INPUTS inputs in float64,
+        so that a broken draw function fails before any work is done: one that raises,
+        returns the wrong shape or non-finite values, or a constant f (the same value at
+        every input of a row: an in-context regression with nothing to learn)."""
         self.sample_prompts(2, make_generator(seed, "probe"), torch.float32)
+        generator = make_generator(seed, "probe-values")
+        inputs = torch.randn(PROBE_ROWS, PROBE_INPUTS, self.d, generator=generator,
+                             dtype=torch.float64)
+        values = self.draw_values(inputs, generator)
+        scale = float(values.abs().max())
+        spread = float((values - values.mean(dim=1, keepdim=True)).abs().max())
+        if not spread > CONSTANT_SPREAD * max(scale, 1e-300):
+            raise ConfigError(f"family {self.name}: draw returns a constant f (the same value "
+                              f"{float(values[0, 0]):.6g} at every input of a prompt): "
+                              f"in-context regression has nothing to learn")
+
+
+PROBE_ROWS, PROBE_INPUTS = 16, 8
+CONSTANT_SPREAD = 1e-12
+"""f counts as constant when its values within every probed prompt differ by less than this
+relative to their size: float64 rounding of a computation that ignores its input."""
 
 
 def default_anisotropic_lambda(d: int) -> np.ndarray:

@@ -11,12 +11,12 @@ law (the theory docs (docs/theory.md), section 8):
 
 | kind          | test law                                                          | value       |
 | ------------- | ----------------------------------------------------------------- | ----------- |
-| ``n``         | n' = value context examples                                       | integer >= 1 |
-| ``sigma``     | noise sigma' = value                                              | finite >= 0 |
-| ``x-scale``   | x_i, x_q ~ N(0, c^2 Sigma_x), c = value (the covariate shift)     | finite > 0  |
-| ``query-scale`` | only x_q ~ N(0, c^2 Sigma_x)                                    | finite > 0  |
-| ``w-scale``   | w ~ N(0, c^2 Sigma_w)                                             | finite > 0  |
-| ``w-mean``    | w ~ N(m 1 / sqrt(d), Sigma_w), m = value (a task law off centre)  | finite      |
+| ``n``         | n' = value context examples                                       | 1 .. 1e6    |
+| ``sigma``     | noise sigma' = value                                              | 0 .. 1e4    |
+| ``x-scale``   | x_i, x_q ~ N(0, c^2 Sigma_x), c = value (the covariate shift)     | 1e-4 .. 1e4 |
+| ``query-scale`` | only x_q ~ N(0, c^2 Sigma_x)                                    | 1e-4 .. 1e4 |
+| ``w-scale``   | w ~ N(0, c^2 Sigma_w)                                             | 1e-4 .. 1e4 |
+| ``w-mean``    | w ~ N(m 1 / sqrt(d), Sigma_w), m = value (a task law off centre)  | -1e4 .. 1e4 |
 
 Value 1 of a scale (0 of ``w-mean``, the training n or sigma) gives back the training law.
 """
@@ -39,13 +39,20 @@ SCALE_KINDS = ("x-scale", "query-scale", "w-scale")
 TRAINING_VALUE = {**{kind: 1.0 for kind in SCALE_KINDS}, "w-mean": 0.0}
 """The value of a shift that gives back the training law, where it does not depend on the law
 (n and sigma: the training law's own)."""
+MAX_N = 1_000_000
+"""The largest shifted n: the largest n a run may train on (``TaskConfig.n``)."""
+MAX_SHIFT = 1e4
+"""The largest sigma, |w-mean| and scale (and 1 / MAX_SHIFT the smallest scale): the largest
+noise a run may train on. Within these a shifted prompt's fourth powers (the test loss's
+standard error squares squared errors of predictions cubic in a scale) stay finite in float64
+and its values in float32; beyond them a loss overflows to infinity or NaN."""
 _ALLOWED = {
-    "n": "an integer >= 1",
-    "sigma": "a finite number >= 0",
-    "x-scale": "a finite number > 0",
-    "query-scale": "a finite number > 0",
-    "w-scale": "a finite number > 0",
-    "w-mean": "a finite number",
+    "n": f"an integer from 1 to {MAX_N}",
+    "sigma": f"a number from 0 to {MAX_SHIFT:g}",
+    "x-scale": f"a number from {1 / MAX_SHIFT:g} to {MAX_SHIFT:g}",
+    "query-scale": f"a number from {1 / MAX_SHIFT:g} to {MAX_SHIFT:g}",
+    "w-scale": f"a number from {1 / MAX_SHIFT:g} to {MAX_SHIFT:g}",
+    "w-mean": f"a number from {-MAX_SHIFT:g} to {MAX_SHIFT:g}",
 }
 
 
@@ -127,10 +134,12 @@ def check_value(kind: str, value: float) -> float | int:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise bad
     if kind == "n":
-        if not float(value).is_integer() or value < 1:
+        if not float(value).is_integer() or not 1 <= value <= MAX_N:
             raise bad
         return int(value)
-    if (kind == "sigma" and value < 0) or (kind in SCALE_KINDS and value <= 0):
+    if (kind == "sigma" and not 0 <= value <= MAX_SHIFT) \
+            or (kind in SCALE_KINDS and not 1 / MAX_SHIFT <= value <= MAX_SHIFT) \
+            or (kind == "w-mean" and not abs(value) <= MAX_SHIFT):
         raise bad
     return float(value)
 

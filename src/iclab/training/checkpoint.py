@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 
 from iclab.errors import ConfigError
 from iclab.io import atomic_write
@@ -43,6 +43,18 @@ def tensor_digest(tensors: dict[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
+def write_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str]) -> None:
+    """Write ``tensors`` as safetensors to ``path`` atomically. The bytes are made in memory
+    and written by Python, so a full disk raises OSError (ENOSPC) and leaves no file, where
+    safetensors' own writer can report success for a file the disk did not take."""
+    data = save(tensors, metadata=metadata)
+
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(data)
+
+    atomic_write(path, write)
+
+
 def save_checkpoint(
     path: Path, model: torch.nn.Module, optimizer: OptimizerState, step: int, seed: int,
     config_hash: str = "",
@@ -64,7 +76,7 @@ def save_checkpoint(
         "param_groups": json.dumps(state["param_groups"]),
         "checksum": tensor_digest(tensors),
     }
-    atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+    write_tensors(path, tensors, metadata)
 
 
 def _read(path: Path) -> tuple[dict[str, str], dict[str, torch.Tensor]]:

@@ -1,7 +1,8 @@
 """The trainer: fits a model to a family's objective, with progress, metrics and checkpoints.
 
-It writes, in the run folder it is given, metrics.jsonl as it goes, checkpoint.safetensors
-every ``checkpoint_every`` steps and model.safetensors at the end; nothing else. Judging the
+It writes, in the run folder it is given (``iclab.training.run_folder``), the metrics log as it
+goes, a checkpoint every ``checkpoint_every`` steps and the trained model at the end; nothing
+else. Judging the
 trained model (test loss, read-out, the optimum, result.json) is ``iclab.runs``' job. Running
 again on the same folder resumes from the checkpoint and ends bit-identical (on the CPU) to an
 uninterrupted run.
@@ -17,12 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 from tqdm import tqdm
 
 from iclab.config.train import TrainConfig
 from iclab.errors import ConfigError
-from iclab.io import atomic_write, atomic_write_text
+from iclab.io import atomic_write_text
 from iclab.models.base import Model, progress_metrics
 from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
@@ -31,15 +31,10 @@ from iclab.training.checkpoint import (
     RESTART_HINT,
     load_checkpoint,
     save_checkpoint,
-    tensor_digest,
 )
 from iclab.training.exact import Masks, Optimiser, make_optimizer, take_step
 from iclab.training.objective import Objective, make_objective
-
-METRICS, CHECKPOINT, MODEL = "metrics.jsonl", "checkpoint.safetensors", "model.safetensors"
-MODEL_METADATA = "iclab"
-"""model.safetensors' metadata key: JSON {"config": the run's config, "checksum": of the
-weights (``tensor_digest``)}."""
+from iclab.training.run_folder import RunFolder
 
 TRAIN_THREADS = 1
 """Intra-op threads while training: a step's tensors (B x (2d+3) with the statistics sampler)
@@ -59,11 +54,13 @@ class TrainingDivergedError(RuntimeError):
 
 @dataclass
 class TrainedModel:
-    """A fitted model (on its training device), the sampler used and the training time."""
+    """A fitted model (on its training device), the sampler used, the training time and the
+    checksum of the weights written (``tensor_digest``)."""
 
     model: Model
     sampler: str
     seconds: float
+    checksum: str = ""
 
 
 def resolve_device(name: str) -> torch.device:
@@ -139,16 +136,17 @@ def _diverged(median: float, reference: float | None) -> bool:
 
 def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -> TrainedModel:
     started = time.perf_counter()
+    folder = RunFolder(out_dir)
     device = resolve_device(config.run.device)
     model, optimizer = build_model(config, task, device)
     config_hash = config.hash()
     completed = 0
-    if (out_dir / CHECKPOINT).exists():
-        completed = load_checkpoint(out_dir / CHECKPOINT, model, optimizer, config_hash)
+    if (folder.checkpoint).exists():
+        completed = load_checkpoint(folder.checkpoint, model, optimizer, config_hash)
         if completed > config.optim.steps:
-            raise ConfigError(f"{out_dir / CHECKPOINT}: records {completed} steps, more than "
+            raise ConfigError(f"{folder.checkpoint}: records {completed} steps, more than "
                               f"the run's {config.optim.steps}; {RESTART_HINT}")
-    _restore_metrics(out_dir / METRICS, completed)
+    _restore_metrics(folder.metrics, completed)
     sampler = config.resolved_sampler(task)
     objective = make_objective(task, model, sampler, config.optim.batch, config.run.seed, device)
     train_step = make_train_step(config, optimizer, objective, model.gradient_masks())
@@ -159,7 +157,7 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
     running = torch.zeros((), dtype=dtype, device=device)
     window: list[torch.Tensor] = []
     first_loss: float | None = None
-    with open(out_dir / METRICS, "a") as metrics:
+    with open(folder.metrics, "a") as metrics:
         for step in range(completed, steps):
             loss = train_step(step)
             if first_loss is None and step == 0:
@@ -186,7 +184,7 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
                 metrics.flush()
                 bar.set_postfix(loss=f"{mean_loss:.4f}")
             if done % config.run.checkpoint_every == 0 and done < steps:
-                save_checkpoint(out_dir / CHECKPOINT, model, optimizer, done, config.run.seed,
+                save_checkpoint(folder.checkpoint, model, optimizer, done, config.run.seed,
                                 config_hash)
             bar.update(1)
     bar.close()
@@ -194,10 +192,6 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
         raise TrainingDivergedError("training ended with non-finite weights; no result is "
                                     "written: try a smaller --lr with --restart")
     state = {name: t.detach().cpu().contiguous() for name, t in model.state_dict().items()}
-    # one metadata key: safetensors writes several in a random order, and the file must be
-    # the same bytes whenever the run is (resumed or not)
-    metadata = {MODEL_METADATA: json.dumps({"config": config.to_json(),
-                                            "checksum": tensor_digest(state)})}
-    atomic_write(out_dir / MODEL, lambda tmp: save_file(state, str(tmp), metadata=metadata))
-    save_checkpoint(out_dir / CHECKPOINT, model, optimizer, steps, config.run.seed, config_hash)
-    return TrainedModel(model, sampler, time.perf_counter() - started)
+    checksum = folder.write_model(state, config.to_json())
+    save_checkpoint(folder.checkpoint, model, optimizer, steps, config.run.seed, config_hash)
+    return TrainedModel(model, sampler, time.perf_counter() - started, checksum)

@@ -16,7 +16,7 @@ import pytest
 from iclab.errors import ConfigError
 from iclab.experiments.executors.local import LocalExecutor, RunOutcome, RunTask, execute_run
 from iclab.experiments.registries import Registries
-from iclab.experiments.specs.results import RESULT_COLUMNS
+from iclab.experiments.specs.results import RESULT_COLUMNS, load_records
 from iclab.experiments.specs.spec import load_spec, parse_spec
 from iclab.experiments.specs.sweep import SweepError, failure_message, make_executor, run_sweep
 from iclab.io import read_json
@@ -56,6 +56,10 @@ def test_each_point_is_a_run_folder_named_by_its_config_hash(tmp_path: Path) -> 
     again = Recording()
     run_sweep(spec, tmp_path, again, progress=False)
     assert again.seen == []  # finished runs are skipped
+    first, second = (tmp_path / "runs" / p.run_id for p in list(spec.points())[:2])
+    (first / "result.json").write_bytes((second / "result.json").read_bytes())
+    with pytest.raises(ConfigError, match=r"config\.json was edited"):  # another run's result
+        load_records(spec, tmp_path)
 
 
 def test_results_do_not_depend_on_the_executor_or_workers(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from iclab.errors import ConfigError
 from iclab.experiments.claims.covariates import COVARIATE_KINDS
 from iclab.experiments.claims.depth import DEPTH_KINDS
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
+from iclab.experiments.claims.plugin_check import check_claim_kind, checked_claims
 from iclab.experiments.claims.shift import ShiftClaim
 from iclab.experiments.claims.shift_growth import ShiftGrowthClaim
 from iclab.experiments.claims.theorems import THEOREM_KINDS
@@ -55,7 +56,9 @@ class ClaimRegistry:
         return tuple(self._kinds)
 
     def register(self, kind: ClaimKind, name: str | None = None) -> None:
-        """Add ``kind`` under ``name`` (default: its ``name``), which must be new."""
+        """Add ``kind`` under ``name`` (default: its ``name``), which must be new, after
+        checking what it declares (``check_claim_kind``)."""
+        check_claim_kind(kind)
         key = name or kind.name
         if not key or key in self._kinds:
             raise ConfigError(f"claim kind {key!r} is empty or already registered")
@@ -92,5 +95,6 @@ def evaluate_claims(
     claims: list[Claim] = []
     for claim_spec in spec.claims:
         group_sites = sites(spec, records, claim_spec.group)
-        claims.extend(registry.get(claim_spec.kind).check(claim_spec, group_sites, context))
+        claims.extend(checked_claims(registry.get(claim_spec.kind), claim_spec, group_sites,
+                                     context))
     return claims

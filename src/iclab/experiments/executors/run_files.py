@@ -1,8 +1,8 @@
 """A run folder as bytes: what a remote task sends back, and how the driver writes it.
 
 A Ray task trains its run in a temporary folder of its own node and returns every file the
-run wrote, ``{relative path: bytes}`` (config.json, metrics.jsonl, checkpoint.safetensors,
-model.safetensors, result.json: a few KB to a few MB). The driver writes them into
+run wrote, ``{relative path: bytes}`` (the files of ``iclab.training.run_folder``: a few KB to
+a few MB). The driver writes them into
 ``DIR/runs/<config hash>/`` atomically and result.json last, so a folder holding result.json
 is always complete. An unfinished folder's resume files travel the other way, so a run resumes
 from its checkpoint on whichever node it is scheduled.
@@ -17,13 +17,10 @@ from pathlib import Path, PurePosixPath
 
 from iclab.errors import ConfigError
 from iclab.io import atomic_write
+from iclab.training.run_folder import CHECKPOINT, CONFIG, RESULT, RESUME_FILES
 
-CONFIG = "config.json"
-RESULT = "result.json"
-METRICS = "metrics.jsonl"
-CHECKPOINT = "checkpoint.safetensors"
-RESUME_FILES = (CONFIG, METRICS, CHECKPOINT)
-"""What an unfinished run resumes from: its config, its metrics so far, its last checkpoint."""
+__all__ = ["CHECKPOINT", "CONFIG", "RESULT", "RESUME_FILES", "RunFiles", "checkpoint_step",
+           "read_run_files", "resume_files", "write_run_files"]
 
 RunFiles = dict[str, bytes]
 

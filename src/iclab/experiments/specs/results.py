@@ -17,10 +17,10 @@ import numpy as np
 
 from iclab.config.train import SECTIONS
 from iclab.errors import ConfigError
-from iclab.experiments.executors.run_files import RESULT
 from iclab.experiments.specs.spec import Point, Spec
 from iclab.fields import default_of, field_infos
-from iclab.io import atomic_write_text, read_json
+from iclab.io import atomic_write_text
+from iclab.training.run_folder import RESULT, RunFolder
 
 RESULT_COLUMNS = (
     "eta_hat", "eta_star", "eta_star_stderr", "eta_rel_err", "isotropy_err", "gamma_rel_err",
@@ -122,10 +122,10 @@ def load_records(spec: Spec, out_dir: Path) -> dict[str, RunRecord]:
     """run_id -> record for every point of ``spec``, in spec order; all must be finished."""
     records = {}
     for point in spec.points():
-        path = run_dir(out_dir, point.run_id) / RESULT
-        if not path.exists():
-            raise ConfigError(f"{path} is missing: run the sweep to completion first")
-        records[point.run_id] = RunRecord(point, read_json(path))
+        folder = RunFolder(run_dir(out_dir, point.run_id))
+        if not folder.finished:
+            raise ConfigError(f"{folder.result} is missing: run the sweep to completion first")
+        records[point.run_id] = RunRecord(point, folder.read_result((), point.config.hash()))
     return records
 
 
