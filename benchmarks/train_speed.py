@@ -55,17 +55,17 @@ from typing import Any
 
 import torch
 
-from iclab.batches import STATISTICS_SAMPLERS, shared_statistics_kind
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.covariate_laws import parse_law
 from iclab.tasks.registry import FamilyRegistry
 from iclab.tasks.relu_statistics import relu_z_random_numbers
 from iclab.tasks.relu_xy_statistics import relu_xy_random_numbers
-from iclab.threads import intra_op_threads
 from iclab.training.loop import TRAIN_THREADS, build_model, make_train_step
 from iclab.training.objective import loss_on_statistics, make_objective
+from iclab.utils.batches import STATISTICS_SAMPLERS, shared_statistics_kind
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
+from iclab.utils.threads import intra_op_threads
 
 Step = Callable[[int], object]
 

@@ -19,8 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclab.fields import setting
 from iclab.models import LinearReadout, Model
+from iclab.utils.fields import setting
 
 
 @dataclass(frozen=True)

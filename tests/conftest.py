@@ -8,7 +8,7 @@ import pytest
 import torch
 from hypothesis import settings
 
-from iclab.threads import intra_op_threads
+from iclab.utils.threads import intra_op_threads
 
 settings.register_profile("iclab", max_examples=40, deadline=None)
 settings.load_profile("iclab")

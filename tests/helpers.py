@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from iclab.batches import Prompts, ZStatistics
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.utils.batches import Prompts, ZStatistics
+from iclab.utils.seeding import make_generator
 
 
 def random_lsa(

@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from iclab.batches import STATISTICS_SAMPLERS, shared_statistics_kind
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
 from iclab.models.base import Model
 from iclab.models.registry import ModelRegistry
-from iclab.plugins import load_plugin
-from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.linear_law import linear_family
 from iclab.tasks.registry import FamilyEntry, FamilyRegistry
 from iclab.training.objective import make_objective
+from iclab.utils.batches import STATISTICS_SAMPLERS, shared_statistics_kind
+from iclab.utils.errors import ConfigError
+from iclab.utils.plugins import load_plugin
+from iclab.utils.seeding import make_generator
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "custom_model.py")
 D, N = 3, 6

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from iclab.errors import NotFiniteError
-from iclab.io import atomic_write, atomic_write_json, read_json
+from iclab.utils.errors import NotFiniteError
+from iclab.utils.io import atomic_write, atomic_write_json, read_json
 
 
 def test_atomic_write_json_round_trips(tmp_path: Path) -> None:

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from iclab.cli.main import main
-from iclab.errors import ConfigError
 from iclab.experiments.claims.kind import ClaimKind
 from iclab.experiments.claims.registry import ClaimRegistry
+from iclab.utils.errors import ConfigError
 
 _counter = itertools.count()
 FUZZ = settings(max_examples=12, deadline=None,

@@ -2,7 +2,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.seeding import derive_seed, make_generator, numpy_generator
+from iclab.utils.seeding import derive_seed, make_generator, numpy_generator
 
 
 @given(st.integers(0, 2**40), st.text(max_size=8), st.integers(0, 2**40))

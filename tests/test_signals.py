@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from iclab.signals import stop_signals_deferred
+from iclab.utils.signals import stop_signals_deferred
 
 
 @pytest.fixture(autouse=True)

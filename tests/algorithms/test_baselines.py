@@ -18,9 +18,9 @@ from iclab.algorithms.baselines import (
     ZeroPredictor,
 )
 from iclab.algorithms.gd import OneStepGD
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd
 
 

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from iclab.algorithms.construct import lsa_from_gamma
 from iclab.algorithms.gd import PreconditionedGD
 from iclab.analysis.readout import nuisance_shares, read_algorithm
-from iclab.errors import ConfigError
 from iclab.models.lsa.options import LSAOptions
+from iclab.utils.errors import ConfigError
 from tests.helpers import prompts
 
 

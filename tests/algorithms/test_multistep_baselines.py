@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iclab.algorithms import GDPlusPlus, KStepGD, PreconditionedKStepGD
-from iclab.errors import ConfigError
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.depth.multistep import multistep_optimum
+from iclab.utils.errors import ConfigError
 
 
 def regression(batch: int, n: int, d: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from iclab.analysis.layer_readout import compare_steps, read_layers
-from iclab.errors import ConfigError
 from iclab.models.lsa.deep import DeepLinearSelfAttention, sparse_gd_model
 from iclab.models.lsa.options import LSAOptions
+from iclab.utils.errors import ConfigError
 
 
 def test_read_layers_of_constructed_preconditioners() -> None:

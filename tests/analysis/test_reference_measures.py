@@ -11,11 +11,11 @@ import torch
 from iclab.algorithms import lsa_from_gamma
 from iclab.algorithms.baselines import BayesPosteriorMean, LeastSquares
 from iclab.analysis.reference_measures import reference_measures
-from iclab.errors import ConfigError
 from iclab.models.softmax import SoftmaxAttention, SoftmaxModelOptions
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.gaussian import gaussian_optimum
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 TASK = LinearGaussian(4, 12, 0.5)
 GAMMA = gaussian_optimum(12, 0.5, d=4).gamma

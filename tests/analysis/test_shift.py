@@ -23,12 +23,12 @@ from iclab.analysis.shift import (
     shift_curves,
     write_shift_outputs,
 )
-from iclab.errors import ConfigError
 from iclab.models.lsa.options import LSAOptions
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import gaussian_optimum, gd_term_loss, loss_star_isotropic
-from iclab.threads import intra_op_threads
+from iclab.utils.errors import ConfigError
+from iclab.utils.threads import intra_op_threads
 
 D, N, SIGMA = 5, 20, 0.5
 BASE = LinearGaussian(D, N, SIGMA)

@@ -16,8 +16,8 @@ from iclab.analysis.shift_growth import (
     growth_over_n_figure,
     measured_growth,
 )
-from iclab.errors import ConfigError
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.utils.errors import ConfigError
 
 
 def rows(losses: list[float], bayes: list[float], se: float) -> list[dict[str, float]]:

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from iclab.cli.main import main
 from iclab.config.train import SECTIONS
-from iclab.fields import FieldInfo, field_infos
 from iclab.models.lsa.options import LSAOptions
+from iclab.utils.fields import FieldInfo, field_infos
 
 FAST = ["--d", "2", "--n", "5", "--sigma", "0.5", "--steps", "5", "--batch", "8",
         "--eval-prompts", "100", "--quiet"]

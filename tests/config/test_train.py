@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
+from iclab.utils.errors import ConfigError
 
 OLD_CONFIG = {  # an iclab 0.1 config.json, as written before the config had sections
     "d": 5, "n": 20, "sigma": 0.5, "cov_x": None, "cov_w": None, "family": "linear-gaussian",

@@ -11,11 +11,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
 from iclab.models.softmax import SoftmaxAttention, SoftmaxModelOptions
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.gaussian import loss_star_isotropic
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import prompts
 
 F64 = torch.float64

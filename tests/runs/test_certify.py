@@ -13,11 +13,11 @@ from iclab.algorithms.construct import lsa_from_gamma
 from iclab.analysis.evaluate import test_loss as model_test_loss
 from iclab.cli.main import main
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
-from iclab.io import atomic_write_json
 from iclab.runs import run_training as train
 from iclab.runs.certify import certify_run
 from iclab.theory.family_optimum import family_optimum
+from iclab.utils.errors import ConfigError
+from iclab.utils.io import atomic_write_json
 
 FIT, TEST = 100_000, 60_000
 

@@ -10,10 +10,10 @@ import pytest
 
 from iclab.cli.main import main
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
 from iclab.runs import run_training as train
 from iclab.tasks.nonlinear import TwoLayerReluTask
 from iclab.theory.rotation_invariant import relu_optimum
+from iclab.utils.errors import ConfigError
 
 GAUSSIAN_KEYS = {
     "eta_hat", "eta_star", "eta_rel_err", "isotropy_err", "gamma", "gamma_star",

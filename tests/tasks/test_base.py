@@ -5,8 +5,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
 from iclab.tasks.base import Prompts, check_scalars
+from iclab.utils.errors import ConfigError
 
 
 def test_prompts_shapes_and_dtype_conversion() -> None:

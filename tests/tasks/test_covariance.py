@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
 from iclab.tasks.covariance import load_covariance, validate_covariance
+from iclab.utils.errors import ConfigError
 
 
 def _spd(d: int, seed: int) -> np.ndarray:

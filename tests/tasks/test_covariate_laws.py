@@ -13,8 +13,6 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.covariate_laws import (
     LAW_NAMES,
     GaussianLaw,
@@ -23,6 +21,8 @@ from iclab.tasks.covariate_laws import (
     load_user_law,
     parse_law,
 )
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 DRAWS = 400_000
 SQRT3 = mp.sqrt(3)

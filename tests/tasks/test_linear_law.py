@@ -11,8 +11,6 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.covariate_laws import parse_law
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.linear_law import (
@@ -21,6 +19,8 @@ from iclab.tasks.linear_law import (
     linear_family,
     symmetric_sqrt,
 )
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd
 
 F64 = torch.float64

@@ -10,8 +10,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.nonlinear import (
     FunctionTask,
     ReluTask,
@@ -19,6 +17,8 @@ from iclab.tasks.nonlinear import (
     anisotropic_task,
     default_anisotropic_lambda,
 )
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 
 def _within(estimate: np.ndarray, target: float, sigmas: float = 4.0) -> None:

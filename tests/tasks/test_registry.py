@@ -13,11 +13,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.linear_law import LinearLawTask
 from iclab.tasks.nonlinear import FunctionTask
 from iclab.tasks.registry import FAMILY_NAMES, FamilyRegistry, make_family
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 
 def cubic(inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

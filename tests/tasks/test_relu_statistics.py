@@ -10,10 +10,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.nonlinear import ReluTask
 from iclab.tasks.relu_statistics import draw_relu_z, relu_context_sums, sample_relu_z_statistics
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import z_statistics_of
 
 F64 = torch.float64

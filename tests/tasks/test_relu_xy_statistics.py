@@ -10,10 +10,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.nonlinear import ReluTask
 from iclab.tasks.relu_xy_statistics import draw_relu_xy, sample_relu_xy_statistics
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 F64 = torch.float64
 SIZES = [(1, 3, 0.2), (2, 1, 0.0), (2, 1, 0.4), (3, 2, 0.3), (4, 5, 0.5), (5, 20, 0.0),

@@ -10,8 +10,6 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.shifted import (
     SHIFT_KINDS,
@@ -20,6 +18,8 @@ from iclab.tasks.shifted import (
     parse_values,
     shifted_law,
 )
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd
 
 F64 = torch.float64

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from iclab.errors import ConfigError
 from iclab.models.lsa.deep import DeepLinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask
 from iclab.tasks.wishart import chi_square, sample_z_statistics, wishart_factor
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd, z_statistics_of
 
 F64 = torch.float64

@@ -12,8 +12,8 @@ import math
 import numpy as np
 import torch
 
-from iclab.seeding import make_generator
 from iclab.tasks.base import Prompts, TaskFamily
+from iclab.utils.seeding import make_generator
 
 
 def gd_features(p: Prompts) -> torch.Tensor:

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from iclab.algorithms.baselines import BayesPosteriorMean, Ridge
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import gaussian_optimum, loss_star_isotropic
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd
 
 

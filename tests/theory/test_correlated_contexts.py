@@ -11,8 +11,6 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.linear_law import LinearLawTask, ar1_position_covariance
 from iclab.theory.correlated_contexts import (
     correlated_loss,
@@ -29,6 +27,8 @@ from iclab.theory.gaussian import (
     loss_star_isotropic,
 )
 from iclab.theory.span import span_optimum
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd
 from tests.theory.gamma_fit import fit_gamma, gd_features, mc_loss
 

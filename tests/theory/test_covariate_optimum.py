@@ -11,8 +11,6 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.covariate_laws import UserLaw, parse_law
 from iclab.tasks.linear_law import LinearLawTask, symmetric_sqrt
 from iclab.theory.covariate_optimum import (
@@ -22,6 +20,8 @@ from iclab.theory.covariate_optimum import (
 )
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.theory.span import span_optimum
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd
 from tests.theory.gamma_fit import fit_gamma, gd_features, mc_loss
 

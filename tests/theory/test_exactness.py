@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iclab.cli.main import main
-from iclab.errors import ConfigError
 from iclab.theory.bayes import MAX_WORK, bayes_risk, bayes_work, check_bayes_prompts
 from iclab.theory.gaussian import (
     eta_star_isotropic,
@@ -25,6 +24,7 @@ from iclab.theory.gaussian import (
     tidy,
 )
 from iclab.theory.population import PopulationLoss
+from iclab.utils.errors import ConfigError
 from tests.helpers import random_spd
 
 

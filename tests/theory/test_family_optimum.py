@@ -11,8 +11,6 @@ import pytest
 import torch
 
 from iclab.algorithms.gd import OneStepGD
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.covariate_laws import CovariateLaw, parse_law
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.linear_law import LinearLawTask
@@ -26,6 +24,8 @@ from iclab.theory.rotation_invariant import (
     relu_optimum,
     two_layer_moment_draws,
 )
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 
 def linear_draw(inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

@@ -12,7 +12,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.gaussian import (
     eta_star_isotropic,
@@ -21,6 +20,7 @@ from iclab.theory.gaussian import (
     loss_star_isotropic,
     second_moment_K,
 )
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd
 
 SETTINGS = {  # name -> (Sigma_x, Sigma_w) for d = 3

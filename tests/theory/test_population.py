@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from iclab.algorithms.construct import lsa_from_gamma
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.gaussian import gaussian_optimum, gd_term_loss
 from iclab.theory.population import PopulationLoss
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd
 
 OPTIONS = list(itertools.product([False, True], repeat=2))  # (normalise, attend_query)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from iclab.errors import ConfigError
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.linear_law import linear_family
 from iclab.theory.shifted_optimum import shifted_optimum_rows
+from iclab.utils.errors import ConfigError
 
 
 def posterior_mean_loss(d: int, n: int, sigma: float, query_scale: float, w_shift: float,

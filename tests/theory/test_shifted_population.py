@@ -19,11 +19,11 @@ import torch
 
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.shifted import GaussianTestLaw, shifted_law
 from iclab.theory.population import PopulationLoss
 from iclab.theory.shifted_population import ShiftedPopulationLoss, shifted_population_loss
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd
 
 F64 = torch.float64

@@ -9,10 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iclab.algorithms.construct import lsa_from_gamma
-from iclab.errors import ConfigError
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask, anisotropic_task
 from iclab.theory.gaussian import gaussian_optimum
@@ -25,6 +23,8 @@ from iclab.theory.span import (
     span_features,
     span_optimum,
 )
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 
 def _coefficients(model: LinearSelfAttention) -> np.ndarray:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from iclab.errors import ConfigError
 from iclab.theory.span import MAX_DRAWN, check_prompt_counts, feature_count
+from iclab.utils.errors import ConfigError
 
 
 def test_the_fit_needs_a_hundred_prompts_per_feature() -> None:

@@ -10,12 +10,12 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from iclab.errors import ConfigError
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
-from iclab.seeding import make_generator
 from iclab.training.adam import Adam
 from iclab.training.checkpoint import load_checkpoint, save_checkpoint
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 HASH = "0123456789abcdef"
 

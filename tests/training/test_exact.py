@@ -15,13 +15,13 @@ from safetensors.torch import load_file
 
 from iclab.cli.main import main
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.runs import run_training as train
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.theory.population import PopulationLoss
 from iclab.training import loop
 from iclab.training.exact import ROUNDOFF, ExactLBFGS
+from iclab.utils.errors import ConfigError
 from tests.helpers import random_spd
 
 

@@ -5,9 +5,9 @@ import pytest
 
 import iclab.training.loop as loop
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
 from iclab.runs import run_training as train
 from iclab.training.loop import TrainingDivergedError
+from iclab.utils.errors import ConfigError
 
 SMALL = {"d": 3, "n": 6, "sigma": 0.5, "steps": 60, "batch": 256, "checkpoint_every": 20,
          "log_every": 10, "eval_prompts": 2000}

@@ -5,11 +5,11 @@ import torch
 
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask, TwoLayerReluTask
 from iclab.theory.population import PopulationLoss
 from iclab.training.objective import make_objective
+from iclab.utils.seeding import make_generator
 
 CPU = torch.device("cpu")
 

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from iclab.cli.main import main
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
 from iclab.runs import run_training
 from iclab.runs.folder import load_trained_model, read_finished_run
+from iclab.utils.errors import ConfigError
 
 SOURCE = Path(__file__).resolve().parents[2] / "src" / "iclab"
 FILE_NAMES = ("config.json", "metrics.jsonl", "model.safetensors", "result.json",

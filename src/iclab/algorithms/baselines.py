@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from iclab.algorithms.base import InContextAlgorithm
-from iclab.errors import ConfigError
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariance import validate_covariance
 from iclab.theory.depth.multistep import multistep_optimum
+from iclab.utils.errors import ConfigError
 
 
 def _finite_at_least_zero(name: str, value: float) -> float:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
+from iclab.utils.errors import ConfigError
 
 
 def lsa_from_gamma(

@@ -20,7 +20,7 @@ import torch
 
 from iclab.algorithms.base import InContextAlgorithm
 from iclab.algorithms.baselines import BayesPosteriorMean
-from iclab.errors import ConfigError
+from iclab.utils.errors import ConfigError
 
 
 class GaussianPosteriorMean(InContextAlgorithm):

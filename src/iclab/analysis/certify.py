@@ -22,9 +22,9 @@ from typing import Any
 import torch
 
 from iclab.models.base import Model
-from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
 from iclab.theory.span import TEST_PROMPTS, SpanOptimum, span_optimum
+from iclab.utils.seeding import make_generator
 
 ELEMENTS_PER_CHUNK = 4_000_000
 

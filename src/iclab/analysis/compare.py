@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-from iclab.batches import Prompts
+from iclab.utils.batches import Prompts
 
 Predictor = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 """Anything mapping (X: (B, n, d), y: (B, n), x_q: (B, d)) to yhat: (B,)."""

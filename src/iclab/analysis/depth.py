@@ -22,12 +22,12 @@ from typing import Any
 from iclab.algorithms.baselines import BayesPosteriorMean, KStepGD
 from iclab.analysis.compare import compare_with
 from iclab.analysis.layer_readout import compare_steps, read_layers
-from iclab.batches import Prompts
-from iclab.errors import ConfigError
 from iclab.models.base import Model
 from iclab.models.lsa.deep import DeepLinearSelfAttention
 from iclab.tasks.base import TaskFamily
 from iclab.theory.depth.multistep import MultiStepOptimum, multistep_optimum
+from iclab.utils.batches import Prompts
+from iclab.utils.errors import ConfigError
 
 
 def depth_optimum(layers: int, task: TaskFamily, seed: int) -> MultiStepOptimum:

@@ -26,9 +26,9 @@ from iclab.analysis.depth import depth_optimum, depth_results
 from iclab.analysis.readout import gamma_relative_error, nuisance_shares
 from iclab.analysis.reference_measures import reference_measures
 from iclab.models.base import Model
-from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
 from iclab.theory.family_optimum import MONTE_CARLO, family_optimum
+from iclab.utils.seeding import make_generator
 
 ELEMENTS_PER_CHUNK = 4_000_000
 NUISANCE_PROMPTS = 20_000

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
 from iclab.models.lsa.deep import DeepLinearSelfAttention
+from iclab.utils.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from iclab.batches import Prompts
 from iclab.models.base import Model
 from iclab.models.readout import LinearReadout
+from iclab.utils.batches import Prompts
 
 NUISANCE_TERMS = ("x_x", "y_y", "query")
 

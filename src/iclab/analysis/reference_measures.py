@@ -25,10 +25,10 @@ import torch
 from iclab.algorithms.baselines import BayesPosteriorMean, LeastSquares
 from iclab.algorithms.gd import PreconditionedGD
 from iclab.analysis.compare import Predictor, compare_with
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.threads import intra_op_threads
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
+from iclab.utils.threads import intra_op_threads
 
 REFERENCE_PROMPTS = 20_000
 

@@ -37,12 +37,12 @@ from iclab.algorithms.gd import PreconditionedGD
 from iclab.algorithms.posterior_mean import GaussianPosteriorMean
 from iclab.analysis.compare import Predictor
 from iclab.analysis.shift_outputs import write_shift_outputs
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.shifted import SCALE_KINDS, check_value, shifted_law
 from iclab.theory.shifted_population import gd_readout, shifted_population_loss
-from iclab.threads import intra_op_threads
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
+from iclab.utils.threads import intra_op_threads
 
 ELEMENTS_PER_CHUNK = 4_000_000
 PREDICTORS = ("model", "ols", "ridge", "gd", "bayes")

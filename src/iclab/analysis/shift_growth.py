@@ -27,10 +27,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from iclab.analysis.shift_outputs import AXIS_LABEL
-from iclab.errors import ConfigError
-from iclab.io import atomic_write
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.shifted_optimum import shifted_optimum_rows
+from iclab.utils.errors import ConfigError
+from iclab.utils.io import atomic_write
 
 BAYES_PROMPTS = 20_000
 Growth = dict[float, tuple[float, float]]

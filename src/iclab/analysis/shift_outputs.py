@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from iclab.io import atomic_write, atomic_write_json, atomic_write_text
+from iclab.utils.io import atomic_write, atomic_write_json, atomic_write_text
 
 STYLE = {  # predictor -> (label, colour)
     "model": ("model", "tab:blue"),

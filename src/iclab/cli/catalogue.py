@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from iclab.fields import default_of, describe_allowed, field_infos
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.registry import FamilyRegistry
+from iclab.utils.fields import default_of, describe_allowed, field_infos
 
 
 def model_rows(registry: ModelRegistry) -> list[dict[str, Any]]:

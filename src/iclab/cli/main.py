@@ -3,9 +3,10 @@
 Every bad input (unknown option, bad value, bad file) ends with one line on stderr naming the
 value and what is allowed, and exit code 2; no traceback is shown. Ctrl-C (SIGINT) and SIGTERM,
 at any moment from the first import on, end with one line and exit code 130 (143 for
-SIGTERM): the heavy imports happen inside ``main``, with both signals held back until they are
-done (``iclab.signals``), and SIGTERM is turned into the same interrupt, so files being written
-atomically are cleaned up and an interrupted run resumes when the same command is run again.
+SIGTERM): the heavy imports happen inside ``main``, with both signals held back until they
+are done (``iclab.utils.signals``), and SIGTERM is turned into the same interrupt, so files
+being written atomically are cleaned up and an interrupted run resumes when the same command
+is run again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from iclab.signals import stop_signals_deferred
+from iclab.utils.signals import stop_signals_deferred
 
 if TYPE_CHECKING:
     from iclab.experiments.registries import Registries
@@ -61,7 +62,7 @@ def build_cli(args: list[str], registries: Registries | None = None) -> Any:
     from iclab.cli.theory import make_theory_command
     from iclab.cli.train import make_train_command
     from iclab.experiments.registries import Registries
-    from iclab.plugins import is_plugin_reference
+    from iclab.utils.plugins import is_plugin_reference
 
     registries = Registries() if registries is None else registries
     models = registries.models
@@ -126,7 +127,8 @@ def main(argv: Sequence[str] | None = None, registries: Registries | None = None
 
 def _import_libraries() -> None:
     """Import iclab's commands and the libraries under them (torch, numpy, click) with Ctrl-C
-    and SIGTERM held back (``iclab.signals``): one arriving meanwhile is handled right after."""
+    and SIGTERM held back (``iclab.utils.signals``): one arriving meanwhile is handled right
+    after."""
     with stop_signals_deferred():
         import iclab.cli.catalogue
         import iclab.cli.certify
@@ -140,10 +142,10 @@ def _run(args: list[str], registries: Registries | None) -> int:
     _import_libraries()
     import click
 
-    from iclab.errors import ConfigError, NotFiniteError
     from iclab.experiments.claims.kind import ClaimsNotHeldError
     from iclab.experiments.specs.sweep import SweepError
     from iclab.training.loop import TrainingDivergedError
+    from iclab.utils.errors import ConfigError, NotFiniteError
 
     try:
         build_cli(args, registries).main(args=args, prog_name="iclab", standalone_mode=False)

@@ -1,4 +1,4 @@
-"""Command-line options generated from the config declarations (``iclab.fields``).
+"""Command-line options generated from the config declarations (``iclab.utils.fields``).
 
 Every declared field of the run's sections and of each model's options becomes one option
 (``key_dim`` -> ``--key-dim``); booleans become ``--flag/--no-flag``; matrices are read from
@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from iclab.fields import FieldInfo, default_of, field_infos
+from iclab.utils.fields import FieldInfo, default_of, field_infos
 
 
 def flag_name(name: str) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from iclab.cli.sweep import executor_options, ray_options, sweep_and_report
-from iclab.errors import ConfigError
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.claim_spec import SpecRegistries
 from iclab.experiments.specs.spec import Spec, builtin_spec
+from iclab.utils.errors import ConfigError
 
 
 def sourced_spec(name: str, registries: SpecRegistries) -> Spec:

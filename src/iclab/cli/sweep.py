@@ -12,7 +12,7 @@ from iclab.experiments.claims.kind import Claim, ClaimsNotHeldError
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.spec import Spec, load_spec
 from iclab.experiments.specs.sweep import EXECUTORS, check_sweep_dir, make_executor, run_sweep
-from iclab.signals import stop_signals_deferred
+from iclab.utils.signals import stop_signals_deferred
 
 
 def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -11,9 +11,7 @@ import click
 from iclab.cli.options import apply_options, declared_options, flag_name
 from iclab.cli.theory_shift import format_shift_rows, shift_rows_json
 from iclab.config.train import RunConfig, TaskConfig, TrainConfig
-from iclab.errors import ConfigError
 from iclab.experiments.registries import Registries
-from iclab.fields import check_value, coerce, field_infos, validate
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariance import load_covariance
 from iclab.tasks.registry import FamilyRegistry
@@ -23,6 +21,8 @@ from iclab.theory.depth.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, mu
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
 from iclab.theory.rotation_invariant import DEFAULT_PRECISION
 from iclab.theory.shifted_optimum import shift_base, shifted_optimum_rows
+from iclab.utils.errors import ConfigError
+from iclab.utils.fields import check_value, coerce, field_infos, validate
 
 MATRICES = ("cov_x", "cov_w", "context_covariance")
 """The task's matrix options, read from .npy files: (d, d), (d, d) and (n+1, n+1)."""

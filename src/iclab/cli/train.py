@@ -12,12 +12,12 @@ import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
 from iclab.config.train import DEFAULT_MODEL, SECTIONS, TrainConfig
-from iclab.errors import ConfigError
-from iclab.fields import field_infos
 from iclab.models.registry import ModelRegistry
 from iclab.runs.folder import check_out_dir
 from iclab.runs.pipeline import run_training
 from iclab.tasks.covariance import load_covariance
+from iclab.utils.errors import ConfigError
+from iclab.utils.fields import field_infos
 
 COVARIANCES = ("cov_x", "cov_w", "context_covariance")
 """The matrix options, read from .npy files: cov_x, cov_w are (d, d), context_covariance is

@@ -2,7 +2,7 @@
 ``TaskConfig`` (the family and its parameters), the model (a name, ``model``, default
 ``lsa``, and that model's own options object), ``OptimConfig`` and ``RunConfig``.
 
-Every field is declared once (``iclab.fields.setting``). The JSON form is flat, with
+Every field is declared once (``iclab.utils.fields.setting``). The JSON form is flat, with
 the same keys as iclab 0.1's config.json (``model`` and later fields are left out while at
 their defaults), so older run folders and spec files load and keep their config hash. A run
 is reproducible bit for bit on the CPU from this object alone: covariances are stored as
@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from iclab.batches import shared_statistics_kind
-from iclab.errors import ConfigError
-from iclab.fields import REQUIRED, field_infos, from_flat, setting, to_flat, validate
 from iclab.models.base import Model
 from iclab.models.probe import probe_plugins
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariate_laws import DEFAULT_LAW
 from iclab.tasks.registry import FamilyRegistry
+from iclab.utils.batches import shared_statistics_kind
+from iclab.utils.errors import ConfigError
+from iclab.utils.fields import REQUIRED, field_infos, from_flat, setting, to_flat, validate
 
 SAMPLERS = ("auto", "statistics", "prompts")
 SCHEDULES = ("cosine", "constant")

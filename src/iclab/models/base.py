@@ -6,14 +6,14 @@ A model is a ``torch.nn.Module`` subclass of ``Model`` that maps prompts to pred
 
 is built by the seeded constructor ``create(d, options, generator, dtype)`` from a typed
 options object (a frozen dataclass whose fields are declared with
-``iclab.fields.setting``: they become ``iclab train`` options, spec keys and CSV
+``iclab.utils.fields.setting``: they become ``iclab train`` options, spec keys and CSV
 columns), and declares what else it can do, like ``torch.distributions`` declares
 ``has_rsample``; callers ask, never assume:
 
 - ``has_readout``: ``readout(n)`` returns the linear algorithm it implements
   (``iclab.models.readout.LinearReadout``: u, M, Gamma and its parts);
 - ``has_statistics``: ``forward_statistics(stats)`` predicts from a family's sufficient
-  statistics instead of whole prompts (``iclab.batches``: ``GaussianStatistics``, the
+  statistics instead of whole prompts (``iclab.utils.batches``: ``GaussianStatistics``, the
   n-independent sampler of linear Gaussian tasks, or ``ZStatistics``, drawn by linear Gaussian
   and relu families), of the kinds named by ``statistics_kind`` / ``statistics_kinds`` (an
   instance's ``statistics_kinds_now()`` may add kinds its state allows), and
@@ -35,8 +35,8 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from iclab.batches import statistics_kinds_read
 from iclab.models.readout import LinearReadout
+from iclab.utils.batches import statistics_kinds_read
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Model(nn.Module):
     statistics_kinds: ClassVar[tuple[str, ...]] = ()
     """Every kind ``forward_statistics`` reads, in order of preference, for a model that reads
     more than one (empty: ``statistics_kind`` alone); the trainer draws the first kind the
-    family can (``iclab.batches.shared_statistics_kind``)."""
+    family can (``iclab.utils.batches.shared_statistics_kind``)."""
     has_exact_loss: ClassVar[bool] = False
 
     @classmethod
@@ -107,7 +107,7 @@ class Model(nn.Module):
 
     def statistics_kinds_now(self) -> tuple[str, ...]:
         """The kinds of statistics this model reads in its present state, in order of
-        preference (``iclab.batches.shared_statistics_kind`` asks an instance this): its
+        preference (``iclab.utils.batches.shared_statistics_kind`` asks an instance this): its
         declared kinds by default; a model may read more once prepared for a task."""
         return statistics_kinds_read(self)
 

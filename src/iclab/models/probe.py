@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
 from iclab.models.base import Model
 from iclab.models.readout import LinearReadout
-from iclab.seeding import make_generator
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 PROBE_PROMPTS = 2
 """Prompts a user's model is tried on before any work."""

@@ -2,7 +2,7 @@
 
 Built-ins (``lsa``) register exactly as a user's model does (``register_builtin_models``).
 From the command line a model is a registered name, ``MODULE:CLASS`` or
-``path/to/file.py:CLASS`` (see ``iclab.plugins``); no registry is global.
+``path/to/file.py:CLASS`` (see ``iclab.utils.plugins``); no registry is global.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import dataclasses
 import inspect
 from typing import Any
 
-from iclab.errors import ConfigError
 from iclab.models.base import Model
-from iclab.plugins import is_plugin_reference, load_plugin
+from iclab.utils.errors import ConfigError
+from iclab.utils.plugins import is_plugin_reference, load_plugin
 
 
 def check_model_class(model_class: Any, reference: str) -> type[Model]:

@@ -31,9 +31,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from iclab.errors import ConfigError
-from iclab.fields import setting
 from iclab.models.base import Model
+from iclab.utils.errors import ConfigError
+from iclab.utils.fields import setting
 
 
 def _positive_int(name: str, value: object, minimum: int) -> int:

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from iclab.analysis.certify import certify_model
-from iclab.errors import ConfigError
 from iclab.runs.folder import load_trained_model, read_finished_run
 from iclab.theory.span import MAX_D, TEST_PROMPTS, check_prompt_counts
+from iclab.utils.errors import ConfigError
 
 
 def certify_run(

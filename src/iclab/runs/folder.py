@@ -14,10 +14,8 @@ from typing import Any
 import torch
 
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
 from iclab.models.base import Model
 from iclab.models.registry import ModelRegistry
-from iclab.seeding import make_generator
 from iclab.training.run_folder import (
     CONFIG,
     RESULT,
@@ -27,6 +25,8 @@ from iclab.training.run_folder import (
     RunFolder,
     check_result,
 )
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 __all__ = ["CONFIG", "RESULT", "RUN_FILES", "SHOWN_KEYS", "check_out_dir", "check_result",
            "load_trained_model", "prepare_run_dir", "read_finished_run", "read_result"]

@@ -17,13 +17,13 @@ from typing import Any
 from iclab.analysis.evaluate import evaluate
 from iclab.analysis.verdict import judge, judge_depth
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
 from iclab.models.probe import is_builtin
-from iclab.plugins import is_plugin_reference
 from iclab.runs.folder import check_out_dir, prepare_run_dir, read_result
 from iclab.tasks.registry import FAMILY_NAMES, FamilyRegistry
 from iclab.training.loop import TrainingDivergedError, fit, resolve_device
 from iclab.training.run_folder import RunFolder
+from iclab.utils.errors import ConfigError
+from iclab.utils.plugins import is_plugin_reference
 
 
 def run_training(

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 
 from iclab.analysis.shift import curve_values, evaluate_shift, write_shift_outputs
-from iclab.errors import ConfigError
 from iclab.models.base import Model
 from iclab.models.readout import LinearReadout
 from iclab.runs.folder import check_out_dir, load_trained_model, read_finished_run
 from iclab.tasks.shifted import parse_values, shifted_law
 from iclab.theory.shifted_population import shifted_population_loss
+from iclab.utils.errors import ConfigError
 
 DEFAULT_PROMPTS = 100_000
 MAX_PROMPTS = 10_000_000

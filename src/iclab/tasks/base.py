@@ -7,8 +7,8 @@ from typing import Protocol
 
 import torch
 
-from iclab.batches import Prompts
-from iclab.errors import ConfigError
+from iclab.utils.batches import Prompts
+from iclab.utils.errors import ConfigError
 
 __all__ = ["Prompts", "TaskFamily", "check_scalars", "nuisance_free_optimum"]
 
@@ -40,7 +40,8 @@ class TaskFamily(Protocol):
     the family's class):
 
     - ``statistics``: the family has ``sample_statistics(batch, generator, dtype)`` returning
-      ``iclab.batches.GaussianStatistics`` (the n-independent sampler of linear Gaussian tasks);
+      ``iclab.utils.batches.GaussianStatistics`` (the n-independent sampler of linear Gaussian
+      tasks);
     - ``gaussian``: x ~ N(0, Sigma_x), f(x) = w^T x with w ~ N(0, Sigma_w); the family has
       ``sigma_x`` and ``sigma_w`` ((d, d) float64 arrays), so the closed-form optimum, the exact
       population loss and the Bayes risk apply;

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iclab.errors import ConfigError
+from iclab.utils.errors import ConfigError
 
 SYMMETRY_RTOL = 1e-8
 MIN_SCALE, MAX_SCALE = 1e-8, 1e8

@@ -37,9 +37,9 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
-from iclab.seeding import numpy_generator
 from iclab.tasks.user_law import UserLaw, is_user_spec, load_user_law
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import numpy_generator
 
 __all__ = [
     "DEFAULT_LAW", "LAW_NAMES", "CovariateLaw", "GaussianLaw", "LaplaceLaw", "RademacherLaw",

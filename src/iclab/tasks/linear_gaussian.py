@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from iclab.batches import GaussianStatistics, Prompts, ZStatistics
 from iclab.tasks.base import check_scalars
 from iclab.tasks.covariance import covariance_or_identity, validate_covariance
 from iclab.tasks.wishart import sample_z_statistics
+from iclab.utils.batches import GaussianStatistics, Prompts, ZStatistics
 
 
 def _cholesky_or_none(cov: np.ndarray | None) -> np.ndarray | None:

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
 from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.covariance import covariance_or_identity, validate_covariance
 from iclab.tasks.covariate_laws import DEFAULT_LAW, CovariateLaw, GaussianLaw, parse_law
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.utils.errors import ConfigError
 
 
 def symmetric_sqrt(matrix: np.ndarray) -> np.ndarray:

@@ -32,13 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from iclab.batches import XYStatistics, ZStatistics
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.relu_statistics import sample_relu_z_statistics
 from iclab.tasks.relu_xy_statistics import sample_relu_xy_statistics
+from iclab.utils.batches import XYStatistics, ZStatistics
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 DrawFunction = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
 """(inputs: (B, k, d), generator) -> f's values (B, k), one freshly drawn f per row."""

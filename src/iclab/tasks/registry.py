@@ -29,8 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from iclab.errors import ConfigError
-from iclab.plugins import is_plugin_reference, load_plugin
 from iclab.tasks.base import TaskFamily, check_scalars
 from iclab.tasks.covariate_laws import DEFAULT_LAW, allowed_laws
 from iclab.tasks.linear_law import linear_family
@@ -42,6 +40,8 @@ from iclab.tasks.nonlinear import (
     TwoLayerReluTask,
     anisotropic_task,
 )
+from iclab.utils.errors import ConfigError
+from iclab.utils.plugins import is_plugin_reference, load_plugin
 
 FAMILY_NAMES = ("linear-gaussian", "relu", "two-layer-relu", "anisotropic")
 """The built-in families, in the order ``iclab families`` lists them."""

@@ -36,10 +36,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from iclab.batches import ZStatistics
-from iclab.seeding import numpy_generator
 from iclab.tasks.base import check_batch
 from iclab.tasks.wishart import wishart_factor
+from iclab.utils.batches import ZStatistics
+from iclab.utils.seeding import numpy_generator
 
 
 def sample_relu_z_statistics(

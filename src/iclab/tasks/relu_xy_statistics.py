@@ -1,7 +1,7 @@
 """Relu prompts drawn as (X^T y, x_q, y_q): what the nuisance-free one-layer LSA reads.
 
 With u_x = 0 and m_y = 0 the one-layer LSA predicts u_y (X^T y)^T M_x x_q
-(``iclab.batches.XYStatistics``), and for the relu family X^T y has an exact law that needs
+(``iclab.utils.batches.XYStatistics``), and for the relu family X^T y has an exact law that needs
 neither the prompt nor Z (docs/theory.md section 10.2.2). Write x_i = t_i u + w_i with
 t_i = u^T x_i ~ N(0, 1) and w_i = (I - u u^T) x_i, independent given u. The labels
 y_i = relu(t_i) + sigma eps_i depend on t and the noise only, so
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import torch
 
-from iclab.batches import XYStatistics
 from iclab.tasks.base import check_batch
 from iclab.tasks.relu_statistics import add_label_noise, relu_context_sums
+from iclab.utils.batches import XYStatistics
 
 
 def sample_relu_xy_statistics(

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
 from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.covariance import validate_covariance
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.utils.errors import ConfigError
 
 SHIFT_KINDS = ("n", "sigma", "x-scale", "query-scale", "w-scale", "w-mean")
 SCALE_KINDS = ("x-scale", "query-scale", "w-scale")

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from iclab.errors import ConfigError
-from iclab.plugins import is_plugin_reference, load_plugin
+from iclab.utils.errors import ConfigError
+from iclab.utils.plugins import is_plugin_reference, load_plugin
 
 LawFunction = Callable[[tuple[int, ...], torch.Generator, torch.dtype], torch.Tensor]
 """(shape, generator, dtype) -> standardised draws of ``shape``."""
@@ -59,8 +59,8 @@ def _one_line(error: BaseException) -> str:
 
 
 def load_user_law(spec: str) -> UserLaw:
-    """Import ``MODULE:FUNCTION`` or ``PATH.py:FUNCTION`` (``iclab.plugins``, the one loader of
-    every plug-in) as a ``UserLaw``, checked on a seeded sample (``check_law``)."""
+    """Import ``MODULE:FUNCTION`` or ``PATH.py:FUNCTION`` (``iclab.utils.plugins``, the one
+    loader of every plug-in) as a ``UserLaw``, checked on a seeded sample (``check_law``)."""
     if not is_user_spec(spec):
         raise ConfigError(
             f"covariate law {spec!r}: a user law is MODULE:FUNCTION or PATH.py:FUNCTION"
@@ -101,7 +101,7 @@ def check_law(law: UserLaw) -> None:
     a standardised law declares: the shape, finite real values, each coordinate's mean 0 and
     variance 1, uncorrelated coordinates, a finite fourth moment, and the declared mu4, each
     within PROBE_Z standard errors of the sample; ConfigError with one line otherwise."""
-    from iclab.seeding import make_generator
+    from iclab.utils.seeding import make_generator
 
     name = f"covariate law {law.spec}"
     for shape, dtype in (((4, 3, 2), torch.float32), (PROBE_SHAPE, torch.float64)):

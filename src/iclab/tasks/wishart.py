@@ -27,10 +27,10 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from iclab.batches import ZStatistics
-from iclab.errors import ConfigError
-from iclab.seeding import numpy_generator
 from iclab.tasks.base import check_batch
+from iclab.utils.batches import ZStatistics
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import numpy_generator
 
 
 class GaussianLaw(Protocol):
@@ -81,7 +81,7 @@ def chi_square(
 ) -> torch.Tensor:
     """(len(dof), batch) chi-square draws, row j with dof[j] >= 0 degrees of freedom (0 gives
     0): twice NumPy's standard gamma of shape dof/2, from a NumPy generator seeded by
-    ``generator`` (``iclab.seeding.numpy_generator``), on ``generator``'s device."""
+    ``generator`` (``iclab.utils.seeding.numpy_generator``), on ``generator``'s device."""
     rng, size = numpy_generator(generator), (len(dof), batch)
     shapes = np.array([[k / 2] for k in dof], dtype=np.float64)
     draws = rng.standard_gamma(shapes, size) if dtype == torch.float64 else \

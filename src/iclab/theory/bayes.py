@@ -23,9 +23,9 @@ import math
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.covariance import validate_covariance
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 MAX_WORK = 2e10
 """The most work (floating-point operations, a random draw counted as 10) the Monte Carlo

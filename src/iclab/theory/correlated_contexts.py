@@ -48,9 +48,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclab.errors import ConfigError
 from iclab.tasks.covariance import validate_covariance
 from iclab.tasks.linear_law import symmetric_sqrt
+from iclab.utils.errors import ConfigError
 
 ISOTROPY_RTOL = 1e-12
 BISECTION_STEPS = 200

@@ -34,12 +34,12 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.covariate_laws import CovariateLaw
 from iclab.tasks.linear_law import symmetric_sqrt
 from iclab.theory.correlated_contexts import correlated_optimum
 from iclab.theory.optimum import CLOSED_FORM, MONTE_CARLO, FamilyOptimum
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 DEFAULT_DRAWS = 200_000
 CHUNK = 50_000

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclab.errors import ConfigError
 from iclab.tasks.covariance import validate_covariance
+from iclab.utils.errors import ConfigError
 
 
 def _is_number(value: object) -> bool:

@@ -46,10 +46,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
 from iclab.tasks.base import check_scalars
 from iclab.tasks.covariance import validate_covariance
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.utils.errors import ConfigError
 
 
 @dataclass(frozen=True, eq=False)

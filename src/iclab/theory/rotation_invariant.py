@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.nonlinear import DrawFunction, TwoLayerReluTask
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 MomentDraws = Callable[[int, torch.Generator], torch.Tensor]
 """(count, generator) -> i.i.d. per-f estimates of (G_f, A_f, B_f): (count, 3), float64."""

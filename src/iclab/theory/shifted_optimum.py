@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from iclab.errors import ConfigError
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.shifted import GaussianTestLaw, check_value, shifted_law
 from iclab.theory.bayes import bayes_risk, check_bayes_prompts
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.theory.shifted_population import gd_readout, shifted_population_loss
+from iclab.utils.errors import ConfigError
 
 
 @dataclass(frozen=True)

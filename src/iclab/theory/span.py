@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from iclab.batches import Prompts
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
+from iclab.utils.batches import Prompts
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 MAX_D = 8
 ELEMENTS_PER_CHUNK = 4_000_000

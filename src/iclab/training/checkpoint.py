@@ -18,8 +18,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save
 
-from iclab.errors import ConfigError
-from iclab.io import atomic_write
+from iclab.utils.errors import ConfigError
+from iclab.utils.io import atomic_write
 
 FORMAT = "iclab-checkpoint-1"
 RESTART_HINT = "rerun with --restart to start the run over"

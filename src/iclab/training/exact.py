@@ -32,10 +32,10 @@ import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
 from iclab.tasks.base import TaskFamily
 from iclab.training.adam import Adam
 from iclab.training.objective import Objective
+from iclab.utils.errors import ConfigError
 
 Masks = Sequence[tuple[torch.nn.Parameter, torch.Tensor]]
 """(parameter, 0/1 mask) pairs whose masked entries no update may move."""

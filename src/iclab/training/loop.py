@@ -21,12 +21,8 @@ import torch
 from tqdm import tqdm
 
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
-from iclab.io import atomic_write_text
 from iclab.models.base import Model, progress_metrics
-from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
-from iclab.threads import intra_op_threads
 from iclab.training.checkpoint import (
     RESTART_HINT,
     load_checkpoint,
@@ -35,6 +31,10 @@ from iclab.training.checkpoint import (
 from iclab.training.exact import Masks, Optimiser, make_optimizer, take_step
 from iclab.training.objective import Objective, make_objective
 from iclab.training.run_folder import RunFolder
+from iclab.utils.errors import ConfigError
+from iclab.utils.io import atomic_write_text
+from iclab.utils.seeding import make_generator
+from iclab.utils.threads import intra_op_threads
 
 TRAIN_THREADS = 1
 """Intra-op threads while training: a step's tensors (B x (2d+3) with the statistics sampler)

@@ -16,11 +16,11 @@ from typing import Any
 
 import torch
 
-from iclab.batches import STATISTICS_SAMPLERS, shared_statistics_kind
-from iclab.errors import ConfigError
 from iclab.models.base import Model
-from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
+from iclab.utils.batches import STATISTICS_SAMPLERS, shared_statistics_kind
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 Objective = Callable[[int], torch.Tensor]
 """step -> scalar loss on that step's fresh batch."""

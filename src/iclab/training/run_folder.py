@@ -7,7 +7,7 @@
     result.json              the numbers and the verdict, written atomically and last
 
 Every writer in iclab (the trainer, ``iclab.runs``, the sweep's executors) names these files
-through this module only. Files are written atomically (``iclab.io``): a reader sees the old
+through this module only. Files are written atomically (``iclab.utils.io``): a reader sees the old
 file or the whole new one.
 
 The binding: result.json's ``binding`` holds the hash of the config it was computed for
@@ -33,9 +33,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from iclab.errors import ConfigError
-from iclab.io import atomic_write, atomic_write_json, read_json
 from iclab.training.checkpoint import tensor_digest, write_tensors
+from iclab.utils.errors import ConfigError
+from iclab.utils.io import atomic_write, atomic_write_json, read_json
 
 CONFIG, METRICS, RESULT = "config.json", "metrics.jsonl", "result.json"
 CHECKPOINT, MODEL = "checkpoint.safetensors", "model.safetensors"

@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iclab.cli.main import main
-from iclab.errors import ConfigError
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.claims.shift import shift_folder
 from iclab.experiments.registries import Registries
@@ -20,6 +19,7 @@ from iclab.experiments.specs.results import RunRecord, run_dir
 from iclab.experiments.specs.spec import Spec, builtin_spec, parse_spec
 from iclab.experiments.specs.sweep import measure_runs
 from iclab.tasks.shifted import SHIFT_KINDS
+from iclab.utils.errors import ConfigError
 
 VALUES = [0.5, 1.0, 2.0]
 

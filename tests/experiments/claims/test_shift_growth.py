@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from iclab.analysis.shift_growth import exact_growth
-from iclab.errors import ConfigError
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.claims.shift import shift_folder
 from iclab.experiments.registries import Registries
@@ -19,6 +18,7 @@ from iclab.experiments.report.write import write_report
 from iclab.experiments.specs.results import RunRecord, run_dir
 from iclab.experiments.specs.spec import Spec, parse_spec
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.utils.errors import ConfigError
 
 VALUES = [0.5, 1.0, 2.0]
 SOURCE = "docs/theory.md section 13.2"

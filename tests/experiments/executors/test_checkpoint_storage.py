@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from iclab.errors import ConfigError
 from iclab.experiments.executors.checkpoint_storage import (
     CheckpointMirror,
     CheckpointStorage,
     resolve_storage,
 )
 from iclab.experiments.executors.run_files import CHECKPOINT, write_run_files
+from iclab.utils.errors import ConfigError
 
 FILES = {"config.json": b'{"d": 2}', "metrics.jsonl": b'{"step": 10}\n', CHECKPOINT: b"ck-10"}
 

@@ -15,7 +15,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iclab.cli.main import main
-from iclab.errors import ConfigError
 from iclab.experiments.executors.ray_connect import (
     DEFAULT_CONNECT_TIMEOUT,
     Address,
@@ -24,6 +23,7 @@ from iclab.experiments.executors.ray_connect import (
     parse_address,
 )
 from iclab.experiments.specs.sweep import make_executor
+from iclab.utils.errors import ConfigError
 
 pytest.importorskip("ray")
 

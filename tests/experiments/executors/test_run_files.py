@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from safetensors.torch import save_file
 
-from iclab.errors import ConfigError
 from iclab.experiments.executors.run_files import (
     CHECKPOINT,
     checkpoint_step,
@@ -19,6 +18,7 @@ from iclab.experiments.executors.run_files import (
     resume_files,
     write_run_files,
 )
+from iclab.utils.errors import ConfigError
 
 NAME = st.text(string.ascii_lowercase + string.digits + "_-", min_size=1, max_size=8)
 

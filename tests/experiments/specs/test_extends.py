@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from iclab.errors import ConfigError
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.spec import load_spec
+from iclab.utils.errors import ConfigError
 
 BASE = """
 name = "base"

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.spec import builtin_spec, config_hash, load_spec, parse_spec
+from iclab.utils.errors import ConfigError
 
 S = [[2.0, 0.5], [0.5, 1.0]]
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 import iclab.experiments.specs.spec as spec_module
-from iclab.errors import ConfigError
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.spec import load_spec, parse_spec
 from iclab.experiments.specs.sweep import check_sweep_dir, prepare_sweep_dir
+from iclab.utils.errors import ConfigError
 
 GROUP = 'name = "g"\nd = 2\nn = 5\nsigma = 0.5\n'
 

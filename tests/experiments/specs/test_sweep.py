@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from iclab.errors import ConfigError
 from iclab.experiments.executors.local import LocalExecutor, RunOutcome, RunTask, execute_run
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.results import RESULT_COLUMNS, load_records
 from iclab.experiments.specs.spec import load_spec, parse_spec
 from iclab.experiments.specs.sweep import SweepError, failure_message, make_executor, run_sweep
-from iclab.io import read_json
+from iclab.utils.errors import ConfigError
+from iclab.utils.io import read_json
 
 TINY = {"name": "tiny", "defaults": {"d": 2, "steps": 30, "batch": 64, "eval_prompts": 200,
                                      "log_every": 10, "checkpoint_every": 10},

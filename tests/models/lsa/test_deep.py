@@ -7,11 +7,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
 from iclab.models.lsa.deep import DeepLinearSelfAttention, sparse_gd_model
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
-from iclab.seeding import make_generator
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import prompts
 
 F64 = torch.float64

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from iclab.models.lsa.deep_statistics import deep_statistics_prediction
-from iclab.seeding import make_generator
+from iclab.utils.seeding import make_generator
 
 F64 = torch.float64
 

@@ -9,8 +9,8 @@ import pytest
 
 from iclab.cli.main import main
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
 from iclab.theory.depth.multistep import MAX_LAYERS
+from iclab.utils.errors import ConfigError
 
 
 def test_a_depth_beyond_the_theory_exits_2_before_anything_is_written(

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iclab.batches import Prompts
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
 from iclab.models.lsa.prompts import batch_inner, prompts_prediction
-from iclab.seeding import make_generator
 from iclab.tasks.linear_law import LinearLawTask
 from iclab.tasks.nonlinear import ReluTask
+from iclab.utils.batches import Prompts
+from iclab.utils.seeding import make_generator
 from tests.helpers import prompts as gaussian_prompts
 from tests.helpers import random_lsa
 

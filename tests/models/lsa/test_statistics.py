@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from iclab.batches import GaussianStatistics
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
 from iclab.models.lsa.statistics import statistics_prediction
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.utils.batches import GaussianStatistics
+from iclab.utils.seeding import make_generator
 
 F64 = torch.float64
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iclab.batches import XYStatistics, ZStatistics, shared_statistics_kind
-from iclab.errors import ConfigError
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.statistics_loss import xy_statistics_loss
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask
 from iclab.training.objective import make_objective
+from iclab.utils.batches import XYStatistics, ZStatistics, shared_statistics_kind
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_lsa, z_statistics_of
 
 F64 = torch.float64

@@ -8,8 +8,8 @@ import torch
 
 from iclab.models.lsa.hand_gradients import without_autograd
 from iclab.models.lsa.statistics_loss import z_statistics_loss
-from iclab.seeding import make_generator
 from iclab.tasks.relu_statistics import sample_relu_z_statistics
+from iclab.utils.seeding import make_generator
 from tests.helpers import prompts, random_lsa, z_statistics_of
 from tests.models.lsa.test_layer import literal_attention
 

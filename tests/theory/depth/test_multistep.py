@@ -14,8 +14,6 @@ from hypothesis import strategies as st
 
 from iclab.algorithms.base import InContextAlgorithm
 from iclab.algorithms.baselines import KStepGD, PreconditionedKStepGD
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask, anisotropic_task
@@ -31,6 +29,8 @@ from iclab.theory.gaussian import (
     gd_term_loss,
     loss_star_isotropic,
 )
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd
 
 

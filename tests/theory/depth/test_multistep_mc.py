@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from iclab.seeding import make_generator
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import ReluTask
 from iclab.theory.depth.multistep_mc import GaussianSample, draw_sample, wishart
 from iclab.theory.depth.preconditioned_steps import preconditioned_matrices
 from iclab.theory.depth.step_search import step_matrices, step_polynomials
 from iclab.theory.depth.wishart_moments import wishart_trace_moments
+from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd
 
 

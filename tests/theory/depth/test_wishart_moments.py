@@ -10,8 +10,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.errors import ConfigError
 from iclab.theory.depth.wishart_moments import wishart_moment, wishart_trace_moments
+from iclab.utils.errors import ConfigError
 
 
 def rising(start: int, k: int) -> int:

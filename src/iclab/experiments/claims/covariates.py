@@ -21,11 +21,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from iclab.errors import ConfigError
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site
 from iclab.theory.gaussian import gaussian_optimum
+from iclab.utils.errors import ConfigError
 
 
 def gaussian_eta(record: RunRecord) -> float:

@@ -35,13 +35,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from iclab.errors import ConfigError
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, describe, seeds_phrase
 from iclab.experiments.claims.parameters import ClaimParameter, choice
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site, axis_value, gd_loss, sites
 from iclab.theory.gaussian import eta_star_isotropic
+from iclab.utils.errors import ConfigError
 
 MATCH_KEYS = ("family", "d", "n", "sigma")
 """Config keys on which two groups' sites must agree to be compared (besides the axes)."""

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from iclab.errors import ConfigError
 from iclab.experiments.claims.parameters import ClaimParameter, check_parameters
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
 from iclab.experiments.specs.results import RunRecord, Site, axis_value
 from iclab.experiments.specs.spec import Spec
+from iclab.utils.errors import ConfigError
 
 
 class ClaimsNotHeldError(RuntimeError):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from iclab.errors import ConfigError
+from iclab.utils.errors import ConfigError
 
 Check = Callable[[Any], Any]
 

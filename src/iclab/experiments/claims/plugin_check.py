@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from iclab.errors import ConfigError
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.parameters import ClaimParameter
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import Site
+from iclab.utils.errors import ConfigError
 
 
 def check_claim_kind(kind: Any) -> None:

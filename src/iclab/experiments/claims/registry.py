@@ -3,7 +3,7 @@
 A ``ClaimRegistry`` holds the built-in kinds (``register_builtin_claims``, registered exactly
 as a user's kind is) and those registered on it. A spec may also name a kind as a plug-in
 reference, ``kind = "my_claims.py:SlopeClaim"`` or ``"my_package.claims:SlopeClaim"`` (see
-``iclab.plugins``): the class is loaded when the spec is read, instantiated once and
+``iclab.utils.plugins``): the class is loaded when the spec is read, instantiated once and
 registered under that reference, so the checks and the report of the same command use it.
 No registry is global: the command owns one (``iclab.experiments.registries``).
 """
@@ -14,7 +14,6 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from iclab.errors import ConfigError
 from iclab.experiments.claims.covariates import COVARIATE_KINDS
 from iclab.experiments.claims.depth import DEPTH_KINDS
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
@@ -24,7 +23,8 @@ from iclab.experiments.claims.shift_growth import ShiftGrowthClaim
 from iclab.experiments.claims.theorems import THEOREM_KINDS
 from iclab.experiments.specs.results import RunRecord, sites
 from iclab.experiments.specs.spec import Spec
-from iclab.plugins import is_plugin_reference, load_plugin
+from iclab.utils.errors import ConfigError
+from iclab.utils.plugins import is_plugin_reference, load_plugin
 
 
 def load_claim_kind(reference: str) -> ClaimKind:

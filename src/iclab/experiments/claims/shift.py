@@ -29,16 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from iclab.errors import ConfigError
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
 from iclab.experiments.claims.parameters import ClaimParameter, choice, integer, number_list
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
 from iclab.experiments.specs.measurement_spec import DEFAULT_PROMPTS
 from iclab.experiments.specs.results import RunRecord, Site, run_dir, sites
-from iclab.io import read_json
 from iclab.runs.shift import MAX_PROMPTS, shift_run
 from iclab.tasks.shifted import SHIFT_KINDS, TRAINING_VALUE, check_value
+from iclab.utils.errors import ConfigError
+from iclab.utils.io import read_json
 
 MEASURES = ("exact-agreement", "ratio-bounded", "ratio-grows")
 FIXED_TRAINING_VALUE = TRAINING_VALUE

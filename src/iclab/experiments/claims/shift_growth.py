@@ -30,7 +30,6 @@ from iclab.analysis.shift_growth import (
     growth_over_n_figure,
     measured_growth,
 )
-from iclab.errors import ConfigError
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
 from iclab.experiments.claims.parameters import ClaimParameter, choice, integer, number_list
 from iclab.experiments.claims.shift import ShiftMeasurement, measured_shift, training_value
@@ -41,6 +40,7 @@ from iclab.experiments.specs.results import RunRecord, Site, sites
 from iclab.runs.shift import MAX_PROMPTS
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.shifted import TRAINING_VALUE, check_value
+from iclab.utils.errors import ConfigError
 
 
 def site_exact_growth(spec: ClaimSpec, record: RunRecord, context: ClaimContext) -> Growth:

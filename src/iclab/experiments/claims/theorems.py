@@ -33,13 +33,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from iclab.errors import ConfigError
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site, sites
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import eta_star_isotropic
+from iclab.utils.errors import ConfigError
 
 BAYES_PROMPTS = 20_000
 GAMMA_NAMES = {"optimum": "optimum Gamma*", "preconditioned": "eta* Sigma_x^-1"}

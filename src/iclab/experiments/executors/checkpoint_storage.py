@@ -20,8 +20,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from iclab.errors import ConfigError
 from iclab.experiments.executors.run_files import CHECKPOINT, CONFIG, RESUME_FILES, RunFiles
+from iclab.utils.errors import ConfigError
 
 MIRROR_POLL_SECONDS = 1.0
 

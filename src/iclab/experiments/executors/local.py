@@ -23,8 +23,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from iclab.errors import ConfigError
-from iclab.signals import release_stop_signals, stop_signals_deferred
+from iclab.utils.errors import ConfigError
+from iclab.utils.signals import release_stop_signals, stop_signals_deferred
 
 PARENT_POLL_SECONDS = 0.5
 _STOPPING = False

@@ -33,7 +33,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from iclab.errors import ConfigError
+from iclab.utils.errors import ConfigError
 
 DEFAULT_CONNECT_TIMEOUT = 30.0
 LOCAL_OBJECT_STORE_BYTES = 128 * 1024**2

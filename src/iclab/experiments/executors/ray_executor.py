@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from iclab.errors import ConfigError
 from iclab.experiments.executors.checkpoint_storage import CheckpointStorage, resolve_storage
 from iclab.experiments.executors.local import RunOutcome, RunTask, check_workers
 from iclab.experiments.executors.ray_connect import (
@@ -33,6 +32,7 @@ from iclab.experiments.executors.ray_connect import (
 )
 from iclab.experiments.executors.remote_run import RemoteResult, RemoteRun, run_remote
 from iclab.experiments.executors.run_files import RESULT, resume_files, write_run_files
+from iclab.utils.errors import ConfigError
 
 TASK_RETRIES = 4
 """How often a task is re-run after its worker process or node died (Ray's max_retries)."""

@@ -15,9 +15,9 @@ import struct
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from iclab.errors import ConfigError
-from iclab.io import atomic_write
 from iclab.training.run_folder import CHECKPOINT, CONFIG, RESULT, RESUME_FILES
+from iclab.utils.errors import ConfigError
+from iclab.utils.io import atomic_write
 
 __all__ = ["CHECKPOINT", "CONFIG", "RESULT", "RESUME_FILES", "RunFiles", "checkpoint_step",
            "read_run_files", "resume_files", "write_run_files"]

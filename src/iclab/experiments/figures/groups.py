@@ -15,7 +15,7 @@ from iclab.experiments.figures import plots
 from iclab.experiments.figures.depth import depth_figure
 from iclab.experiments.figures.figure_file import FigureFile, indexed_name, section_file_name
 from iclab.experiments.specs.results import RunRecord, Site
-from iclab.io import atomic_write
+from iclab.utils.io import atomic_write
 
 Panels = list[tuple[str, np.ndarray]]
 """Titled (d, d) matrices, one heatmap each."""

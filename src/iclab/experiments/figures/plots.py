@@ -15,8 +15,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from iclab.experiments.specs.results import RunRecord, Site
-from iclab.io import atomic_write
 from iclab.theory.gaussian import eta_star_continued, eta_star_isotropic
+from iclab.utils.io import atomic_write
 
 DPI = 110
 LEARNED, THEORY, BAYES = "tab:blue", "black", "tab:red"

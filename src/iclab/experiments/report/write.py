@@ -23,7 +23,7 @@ from iclab.experiments.report.section_times import PhaseTimer, timing_text
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord
 from iclab.experiments.specs.spec import Spec
-from iclab.io import atomic_write_json, atomic_write_text
+from iclab.utils.io import atomic_write_json, atomic_write_text
 
 
 def make_figures(context: ClaimContext, registry: ClaimRegistry) -> list[FigureFile]:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from iclab.errors import ConfigError
 from iclab.models.registry import ModelRegistry
+from iclab.utils.errors import ConfigError
 
 CLAIM_KEYS = ("section", "kind", "group", "tolerance", "statement", "separation", "source")
 """The keys every claim may set; a kind adds its options and parameters."""

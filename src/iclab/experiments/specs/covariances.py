@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from iclab.errors import ConfigError
+from iclab.utils.errors import ConfigError
 
 
 def _fail(where: str, message: str) -> ConfigError:

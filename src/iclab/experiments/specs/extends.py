@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from iclab.errors import ConfigError
+from iclab.utils.errors import ConfigError
 
 MAX_DEPTH = 8
 MERGED_TABLES = ("defaults", "covariances", "sections")

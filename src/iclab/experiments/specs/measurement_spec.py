@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from iclab.errors import ConfigError
 from iclab.experiments.specs.claim_spec import ClaimKinds, RunMeasurement
 from iclab.runs.shift import MAX_PROMPTS
 from iclab.tasks.shifted import SHIFT_KINDS, TRAINING_VALUE, check_value
+from iclab.utils.errors import ConfigError
 
 DEFAULT_PROMPTS = 20_000
 """Fresh prompts per shifted value, for shift claims and measurements alike."""

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from iclab.config.train import SECTIONS
-from iclab.errors import ConfigError
 from iclab.experiments.specs.spec import Point, Spec
-from iclab.fields import default_of, field_infos
-from iclab.io import atomic_write_text
 from iclab.training.run_folder import RESULT, RunFolder
+from iclab.utils.errors import ConfigError
+from iclab.utils.fields import default_of, field_infos
+from iclab.utils.io import atomic_write_text
 
 RESULT_COLUMNS = (
     "eta_hat", "eta_star", "eta_star_stderr", "eta_rel_err", "isotropy_err", "gamma_rel_err",

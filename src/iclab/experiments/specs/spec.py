@@ -58,15 +58,15 @@ from pathlib import Path
 from typing import Any
 
 from iclab.config.train import MODEL_KEY, TrainConfig, section_fields
-from iclab.errors import ConfigError
 from iclab.experiments.specs.claim_spec import ClaimSpec, SpecRegistries, parse_claim
 from iclab.experiments.specs.covariances import resolve_covariance
 from iclab.experiments.specs.extends import resolve_extends
 from iclab.experiments.specs.measurement_spec import MeasurementSpec, parse_measurements
 from iclab.experiments.specs.text import parse_text, read_spec_file
-from iclab.fields import field_infos
 from iclab.models.registry import ModelRegistry
-from iclab.plugins import is_plugin_reference
+from iclab.utils.errors import ConfigError
+from iclab.utils.fields import field_infos
+from iclab.utils.plugins import is_plugin_reference
 
 BUILTIN_SPECS = ("reproduce", "reproduce-quick")
 _SPEC_KEYS = ("name", "description", "defaults", "covariances", "sections", "groups", "claims",

@@ -17,7 +17,6 @@ from pathlib import Path
 from tqdm import tqdm
 
 from iclab.config.train import TrainConfig
-from iclab.errors import ConfigError
 from iclab.experiments.executors.local import Executor, LocalExecutor, RunOutcome, RunTask
 from iclab.experiments.specs.results import (
     RunRecord,
@@ -27,6 +26,7 @@ from iclab.experiments.specs.results import (
     write_tables,
 )
 from iclab.experiments.specs.spec import Point, Spec
+from iclab.utils.errors import ConfigError
 
 EXECUTORS = ("local", "ray")
 

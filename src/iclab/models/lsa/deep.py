@@ -41,11 +41,11 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from iclab.batches import ZStatistics
-from iclab.errors import ConfigError
 from iclab.models.base import Model
 from iclab.models.lsa.deep_statistics import deep_statistics_prediction
 from iclab.models.lsa.options import LSAOptions
+from iclab.utils.batches import ZStatistics
+from iclab.utils.errors import ConfigError
 
 
 class DeepLinearSelfAttention(Model):

@@ -21,8 +21,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclab.batches import GaussianStatistics, XYStatistics, ZStatistics
-from iclab.errors import ConfigError
 from iclab.models.base import Model
 from iclab.models.lsa.deep import DeepLinearSelfAttention
 from iclab.models.lsa.hand_gradients import as_autograd_node, without_autograd
@@ -32,6 +30,8 @@ from iclab.models.lsa.statistics import plain_statistics_prediction, statistics_
 from iclab.models.lsa.statistics_loss import hand_worked_loss
 from iclab.models.readout import LinearReadout
 from iclab.tasks.base import nuisance_free_optimum
+from iclab.utils.batches import GaussianStatistics, XYStatistics, ZStatistics
+from iclab.utils.errors import ConfigError
 
 
 class LinearSelfAttention(Model):

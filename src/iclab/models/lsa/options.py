@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iclab.errors import ConfigError
-from iclab.fields import setting
 from iclab.theory.depth.multistep import MAX_LAYERS
+from iclab.utils.errors import ConfigError
+from iclab.utils.fields import setting
 
 INIT_SCHEMES = ("gd-subspace", "random")
 PARAMETERISATIONS = ("full", "sparse")

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from iclab.batches import GaussianStatistics, XYStatistics, ZStatistics
+from iclab.utils.batches import GaussianStatistics, XYStatistics, ZStatistics
 
 
 class _StatisticsPrediction(torch.autograd.Function):

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import torch
 
-from iclab.batches import GaussianStatistics, XYStatistics, ZStatistics
 from iclab.models.lsa.hand_gradients import Gradients, LossAndGradients, as_autograd_node
+from iclab.utils.batches import GaussianStatistics, XYStatistics, ZStatistics
 
 
 def z_loss_and_gradients(

@@ -30,8 +30,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from iclab.errors import ConfigError
-from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.depth.multistep_mc import (
@@ -52,6 +50,8 @@ from iclab.theory.depth.polynomial_exact import (
 )
 from iclab.theory.depth.preconditioned_steps import fit_preconditioners, preconditioned_matrices
 from iclab.theory.depth.step_search import minimise_steps, starting_points, step_polynomials
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import make_generator
 
 EXACT, MONTE_CARLO = "exact", "monte-carlo"
 MAX_LAYERS = 8

@@ -22,7 +22,7 @@ polynomial costs O(d^2) per prompt instead of batched matrix products:
   (U^T Sigma_w U) (elementwise) and a_i = sigma^2 lambda_i (U^T Sigma_x U)_ii;
 - prompts: (sum_i q_i g_i - y_q)^2 with g = (U^T v) o (U^T x_q).
 
-Draws come in chunks from seeded streams (``iclab.seeding``), float64, so a sample is a pure
+Draws come in chunks from seeded streams (``iclab.utils.seeding``), float64, so a sample is a pure
 function of (task, count, seed, stream).
 """
 
@@ -34,10 +34,10 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from iclab.seeding import make_generator
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.depth.step_search import derivatives
+from iclab.utils.seeding import make_generator
 
 CHUNK = 20_000
 

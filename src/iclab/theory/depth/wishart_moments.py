@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from iclab.errors import ConfigError
+from iclab.utils.errors import ConfigError
 
 MAX_DEGREE = 40
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from iclab.errors import ConfigError
+from iclab.utils.errors import ConfigError
 
 _MODULE_FORM = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _FILE_FORM = re.compile(r"^(?P<path>.+\.py):(?P<attr>[A-Za-z_]\w*)$")

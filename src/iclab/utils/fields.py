@@ -20,7 +20,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from iclab.errors import ConfigError
+from iclab.utils.errors import ConfigError
 
 REQUIRED: Any = dataclasses.MISSING
 """The default of a field that must be given."""

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from iclab.errors import NotFiniteError
+from iclab.utils.errors import NotFiniteError
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
