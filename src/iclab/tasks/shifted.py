@@ -24,6 +24,7 @@ Value 1 of a scale (0 of ``w-mean``, the training n or sigma) gives back the tra
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,6 +125,15 @@ def check_kind(kind: str) -> str:
     if not isinstance(kind, str) or kind not in SHIFT_KINDS:
         raise ConfigError(f"unknown shift kind {kind!r}; allowed: {', '.join(SHIFT_KINDS)}")
     return kind
+
+
+def check_includes_training_value(kind: str, values: Sequence[float]) -> None:
+    """ConfigError unless ``values`` of ``kind`` hold the value that gives back the training
+    law, where that value does not depend on the law (``TRAINING_VALUE``)."""
+    fixed = TRAINING_VALUE.get(kind)
+    if fixed is not None and fixed not in [float(v) for v in values]:
+        raise ConfigError(f"values must include the training value {fixed:g} of shift {kind}, "
+                          f"got {list(values)!r}")
 
 
 def check_value(kind: str, value: float) -> float | int:

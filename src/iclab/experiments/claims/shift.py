@@ -36,20 +36,40 @@ from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
 from iclab.experiments.specs.measurement_spec import DEFAULT_PROMPTS
 from iclab.experiments.specs.results import RunRecord, Site, run_dir, sites
 from iclab.runs.shift import MAX_PROMPTS, shift_run
-from iclab.tasks.shifted import SHIFT_KINDS, TRAINING_VALUE, check_value
+from iclab.tasks.shifted import (
+    SHIFT_KINDS,
+    TRAINING_VALUE,
+    check_includes_training_value,
+    check_value,
+)
 from iclab.utils.errors import ConfigError
 from iclab.utils.io import read_json
 
 MEASURES = ("exact-agreement", "ratio-bounded", "ratio-grows")
-FIXED_TRAINING_VALUE = TRAINING_VALUE
-"""The value of a shift that gives back the training law, where it does not depend on the run."""
 
 
 def training_value(kind: str, config: dict[str, Any]) -> float:
     """The value of ``kind`` that gives back the training law of a run (its JSON config)."""
-    if kind in FIXED_TRAINING_VALUE:
-        return FIXED_TRAINING_VALUE[kind]
+    if kind in TRAINING_VALUE:
+        return TRAINING_VALUE[kind]
     return float(config["n"] if kind == "n" else config["sigma"])
+
+
+def checked_values(kind: str, values: Any, where: str,
+                   with_training_value: bool) -> tuple[float | int, ...]:
+    """A shift claim's ``values`` as the kind uses them (``check_value``), which must also hold
+    the training value where ``with_training_value`` (a ratio is read against it); else
+    ConfigError naming the claim (``where``)."""
+    try:
+        checked = tuple(check_value(kind, v) for v in values)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: values must suit shift {kind}: {error}") from None
+    if with_training_value:
+        try:
+            check_includes_training_value(kind, checked)
+        except ConfigError as error:
+            raise ConfigError(f"{where}: {error}") from None
+    return checked
 
 
 def shift_folder(run_folder: Path, parameters: dict[str, Any]) -> Path:
@@ -144,17 +164,9 @@ class ShiftClaim(ClaimKind):
 
     def validate_parameters(self, raw: dict[str, Any], where: str) -> dict[str, Any]:
         parameters = super().validate_parameters(raw, where)
-        kind, values = parameters["shift"], parameters["values"]
-        try:
-            parameters["values"] = tuple(check_value(kind, v) for v in values)
-        except ConfigError as error:
-            raise ConfigError(f"{where}: values must suit shift {kind}: {error}") from None
-        fixed = FIXED_TRAINING_VALUE.get(kind)
-        if parameters["measure"] != "exact-agreement" and fixed is not None \
-                and fixed not in [float(v) for v in values]:
-            raise ConfigError(f"{where}: values must include the training value {fixed:g} of "
-                              f"shift {kind} for measure {parameters['measure']}, got "
-                              f"{list(values)!r}")
+        parameters["values"] = checked_values(
+            parameters["shift"], parameters["values"], where,
+            with_training_value=parameters["measure"] != "exact-agreement")
         return parameters
 
     def measurements(self, parameters: dict[str, Any]) -> tuple[RunMeasurement, ...]:

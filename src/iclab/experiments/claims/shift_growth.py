@@ -32,14 +32,18 @@ from iclab.analysis.shift_growth import (
 )
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
 from iclab.experiments.claims.parameters import ClaimParameter, choice, integer, number_list
-from iclab.experiments.claims.shift import ShiftMeasurement, measured_shift, training_value
+from iclab.experiments.claims.shift import (
+    ShiftMeasurement,
+    checked_values,
+    measured_shift,
+    training_value,
+)
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
 from iclab.experiments.specs.measurement_spec import DEFAULT_PROMPTS, RATIO_KINDS
 from iclab.experiments.specs.results import RunRecord, Site, sites
 from iclab.runs.shift import MAX_PROMPTS
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.shifted import TRAINING_VALUE, check_value
 from iclab.utils.errors import ConfigError
 
 
@@ -78,15 +82,8 @@ class ShiftGrowthClaim(ClaimKind):
 
     def validate_parameters(self, raw: dict[str, Any], where: str) -> dict[str, Any]:
         parameters = super().validate_parameters(raw, where)
-        kind, values = parameters["shift"], parameters["values"]
-        try:
-            parameters["values"] = tuple(check_value(kind, v) for v in values)
-        except ConfigError as error:
-            raise ConfigError(f"{where}: values must suit shift {kind}: {error}") from None
-        fixed = TRAINING_VALUE.get(kind)
-        if fixed is not None and fixed not in [float(v) for v in values]:
-            raise ConfigError(f"{where}: values must include the training value {fixed:g} of "
-                              f"shift {kind}, got {list(values)!r}")
+        parameters["values"] = checked_values(parameters["shift"], parameters["values"], where,
+                                              with_training_value=True)
         return parameters
 
     def measurements(self, parameters: dict[str, Any]) -> tuple[RunMeasurement, ...]:

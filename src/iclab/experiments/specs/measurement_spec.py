@@ -16,7 +16,7 @@ from typing import Any
 
 from iclab.experiments.specs.claim_spec import ClaimKinds, RunMeasurement
 from iclab.runs.shift import MAX_PROMPTS
-from iclab.tasks.shifted import SHIFT_KINDS, TRAINING_VALUE, check_value
+from iclab.tasks.shifted import SHIFT_KINDS, check_includes_training_value, check_value
 from iclab.utils.errors import ConfigError
 
 DEFAULT_PROMPTS = 20_000
@@ -91,9 +91,10 @@ def parse_measurements(raw: Any, groups: set[str], source: str,
             seed = _integer(table.get("seed", 0), 0, 2**62, "seed")
         except ConfigError as error:
             raise ConfigError(f"{where}: {error}") from None
-        fixed = TRAINING_VALUE.get(kind)
-        if fixed is not None and fixed not in values:
-            raise ConfigError(f"{where}: values must include the training value {fixed:g}")
+        try:
+            check_includes_training_value(kind, values)
+        except ConfigError as error:
+            raise ConfigError(f"{where}: {error}") from None
         measurement = MeasurementSpec(section, tuple(names), kind, values, prompts, seed)
         out.append(MeasurementSpec(section, tuple(names), kind, values, prompts, seed,
                                    kinds.get("shift").measurements(measurement.parameters)))
