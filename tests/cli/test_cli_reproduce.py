@@ -82,21 +82,21 @@ def test_reproduce_help_names_its_options(capsys: pytest.CaptureFixture[str]) ->
 
 @pytest.mark.slow
 def test_reproduce_quick_holds_every_claim(tmp_path: Path) -> None:
-    """Every claim holds but one: Zhang-Frei-Bartlett's "the LSA's ratio to the Bayes loss stays
-    bounded under task shifts", which the issue keeps with its numbers. At n = 20 the LSA's
-    loss grows like c^2 under w-scale while the Bayes loss saturates (ratio growth about 13 at
-    c = 4, bound 4); their robustness is a large-n statement. Hence exit code 1. Its time is
-    measured outside tests, see the README."""
+    """Every claim of the quick set holds, each with its source, so the command exits 0; the
+    softmax model's shift curves are measurements beside the claims, not claims. Its time is
+    measured outside tests (benchmarks/README.md)."""
     out = tmp_path / "quick"
-    assert main(["reproduce", "--quick", "--out", str(out), "--quiet"]) == 1
+    assert main(["reproduce", "--quick", "--out", str(out), "--quiet"]) == 0
     claims = json.loads((out / "claims.json").read_text())
-    failing = [c["claim"] for c in claims if not c["holds"]]
-    assert len(failing) == 1 and failing[0].startswith("Shift: w-scale shift") \
-        and "stays bounded" in failing[0] and "model=softmax" not in failing[0]
+    assert isinstance(claims, list) and claims
+    assert [c["claim"] for c in claims if c["holds"] is not True] == []
+    assert all(isinstance(c["source"], str) and c["source"].strip() for c in claims)
+    assert not any("model=softmax" in c["claim"] for c in claims)
     named = " ".join(c["claim"] for c in claims)
     for section in ("Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context", "Shift",
-                    "Depth"):
+                    "Depth", "Covariates"):
         assert f"{section}:" in named
+    assert "layers=4" in named  # Depth reaches four layers in the quick set too
     assert (out / "depth_depth.png").is_file()
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(list(out.glob("*.png"))) >= 6

@@ -11,7 +11,7 @@ from iclab.runs import run_training
 
 pytestmark = pytest.mark.slow
 
-TASK = {"d": 5, "n": 20, "sigma": 0.0, "layers": 4, "eval_prompts": 40_000}
+TASK = {"d": 5, "n": 20, "sigma": 0.0, "layers": 4, "eval_prompts": 100_000}
 
 
 def test_four_sparse_layers_reach_the_optimal_four_step_gd(tmp_path: Path) -> None:
@@ -20,7 +20,12 @@ def test_four_sparse_layers_reach_the_optimal_four_step_gd(tmp_path: Path) -> No
     excess = (result["test_loss"] - result["gd_steps_loss"]) / result["test_loss_stderr"]
     assert abs(excess) < 3, excess
     assert result["layer_steps_rel_err"] < 0.05
-    assert result["verdict"] == "optimal"
+    # The verdict needs 4 se within 5 % of the reference loss; a four-layer model's squared
+    # errors are heavy-tailed at sigma = 0 (se / loss about 6 % at 100,000 prompts), so the
+    # verdict is withheld and says why, not "optimal" on a loss it cannot resolve.
+    evidence = result["verdict_evidence"]
+    assert result["verdict"] == "undetermined" and evidence["precision"] > 0.05
+    assert "raise --eval-prompts" in evidence["reason"]
 
 
 def test_four_full_layers_train_without_diverging_and_beat_gd(tmp_path: Path) -> None:
