@@ -27,26 +27,16 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from iclab.tasks.base import check_batch
+from iclab.tasks.base import TaskFamily, check_batch
 from iclab.utils.batches import ZStatistics
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import numpy_generator
 
 
-class GaussianLaw(Protocol):
-    """What the Z sampler reads of a linear Gaussian family (``LinearGaussian``): its sizes,
-    noise, name, whether it is Gaussian, and its covariances (None: the identity)."""
+class GaussianTask(TaskFamily, Protocol):
+    """What the Z sampler reads of a linear Gaussian family (``LinearGaussian``) beyond a
+    family's sizes, noise, name and capabilities: its covariances (None: the identity)."""
 
-    @property
-    def d(self) -> int: ...
-    @property
-    def n(self) -> int: ...
-    @property
-    def sigma(self) -> float: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def gaussian(self) -> bool: ...
     @property
     def cov_x(self) -> np.ndarray | None: ...
     @property
@@ -94,7 +84,7 @@ def _cholesky(cov: np.ndarray, dtype: torch.dtype, device: torch.device) -> torc
 
 
 def sample_z_statistics(
-    task: GaussianLaw,
+    task: GaussianTask,
     batch: int,
     generator: torch.Generator,
     dtype: torch.dtype = torch.float32,
