@@ -263,9 +263,9 @@ class FallsWithClaim(DepthKind):
                 rule = f"<= 1 - {spec.tolerance:g}"
                 shown = f"<= {1 - spec.tolerance:g}"
             else:
-                holds = all(b / a <= 1.0 + spec.tolerance * _ratio_stderr(first, second)
-                            for first, second in pairwise(means) for a, b in
-                            [(first[0], second[0])])
+                holds = all(second[0] / first[0]
+                            <= 1.0 + spec.tolerance * _ratio_stderr(first, second)
+                            for first, second in pairwise(means))
                 rule = f"<= 1 + {spec.tolerance:g} se of each ratio"
                 shown = f"<= 1 + {spec.tolerance:g} se"
             where = ", ".join(f"{k}={v}" for k, v in rest)
