@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.analysis.verdict import judge, judge_depth
+from iclab.analysis.depth_verdict import judge_depth
+from iclab.analysis.verdict import judge
 from iclab.cli.certify import verdict as certify_verdict
 from iclab.cli.main import main
 

@@ -22,10 +22,12 @@ from typing import Any
 from iclab.algorithms.baselines import BayesPosteriorMean, KStepGD
 from iclab.analysis.compare import compare_with
 from iclab.analysis.layer_readout import compare_steps, read_layers
+from iclab.analysis.verdict import LOSS_RESOLUTION
 from iclab.models.base import Model
 from iclab.models.lsa.deep import DeepLinearSelfAttention
 from iclab.tasks.base import TaskFamily
-from iclab.theory.depth.multistep import MultiStepOptimum, multistep_optimum
+from iclab.theory.depth.multistep import EXACT, MultiStepOptimum, multistep_optimum
+from iclab.theory.depth.step_curvature import isotropic_steps_loss, step_tolerance
 from iclab.utils.batches import Prompts
 from iclab.utils.errors import ConfigError
 
@@ -51,9 +53,26 @@ def depth_results(model: Model, model64: Model, task: TaskFamily,
         result["layer_steps"] = comparison.learned
         result["layer_steps_rel_err"] = comparison.max_rel_err
         result["layer_isotropy_err"] = [layer.isotropy_err for layer in layers]
+        result.update(_step_tolerance(task, steps, comparison.learned))
     result["vs_optimal_gd_steps"] = compare_with(model64, KStepGD(list(steps.etas)), prompts)
     if task.gaussian:
         ridge = BayesPosteriorMean(float(task.sigma), getattr(task, "sigma_w"))  # noqa: B009
         result["vs_ridge"] = compare_with(model64, ridge, prompts)
     return result
 
+
+
+def _step_tolerance(task: TaskFamily, steps: MultiStepOptimum,
+                    learned: list[float]) -> dict[str, float]:
+    """layer_steps_tolerance and layer_steps_loss (module docstring), or {} where the exact
+    L-step loss does not apply."""
+    exact = isotropic_steps_loss(task) if steps.method == EXACT else None
+    tolerance = None if exact is None else \
+        step_tolerance(exact, steps.etas, steps.loss, LOSS_RESOLUTION)
+    if exact is None or tolerance is None:
+        return {}
+    try:
+        loss = exact.loss_of_steps(learned)
+    except OverflowError:  # steps so large that their loss is not a float
+        return {"layer_steps_tolerance": tolerance.tolerance}
+    return {"layer_steps_tolerance": tolerance.tolerance, "layer_steps_loss": loss}

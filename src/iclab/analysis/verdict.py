@@ -80,7 +80,7 @@ def judge(result: dict[str, Any], linear: bool = True,
     excess = loss - star
     z = excess / se if se > 0 else (0.0 if excess <= 0 else 1e300)
     z = max(min(z, 1e300), -1e300)  # JSON has no infinity
-    precision = VERDICT_Z * se / star
+    precision = min(VERDICT_Z * se / star, 1e300)  # se / a tiny L* overflows; JSON has no inf
     evidence["precision"] = precision
     readout = _readout_check(result) if linear else None
     if readout is not None:
@@ -121,19 +121,3 @@ def _verdict(verdict: str, z: float, reference_name: str,
                  else f"{reference_name} loss")
     return {"verdict": verdict, "excess_z": z, "verdict_reference": reference,
             "verdict_evidence": evidence, "verdict_needs": EVIDENCE_NEEDED}
-
-
-def judge_depth(result: dict[str, Any], sparse: bool) -> dict[str, Any]:
-    """The verdict of an L-layer run, against the optimal L-step GD loss (gd_steps_loss).
-
-    A sparse model is L steps of preconditioned GD, so the optimal L-step GD bounds it (for
-    isotropic tasks) and the verdict is "optimal" / "not optimal" / "undetermined"; a full
-    model can do better than GD (GD++, say), and the verdict says "at", "above" or "below" it.
-    The one-layer read-out does not apply; the precision rule does."""
-    reference = {"test_loss": result.get("test_loss"),
-                 "test_loss_stderr": result.get("test_loss_stderr"),
-                 "loss_star": result.get("gd_steps_loss"),
-                 "loss_star_stderr": result.get("gd_steps_loss_stderr") or 0.0}
-    verdict = judge(reference, linear=sparse, reference_name="the optimal L-step GD")
-    verdict["verdict_reference"] = "the optimal L-step GD loss (gd_steps_loss)"
-    return verdict

@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from iclab.analysis.depth_verdict import judge_depth
 from iclab.analysis.evaluate import evaluate
-from iclab.analysis.verdict import judge, judge_depth
+from iclab.analysis.verdict import judge
 from iclab.config.train import TrainConfig
 from iclab.models.probe import is_builtin
 from iclab.runs.folder import check_out_dir, prepare_run_dir, read_result
