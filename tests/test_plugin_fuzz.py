@@ -212,3 +212,99 @@ def test_a_plugin_failing_after_its_probe_is_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "training failed in a plug-in" in err
     assert "AssertionError: trained" in err and not (out / "result.json").exists()
+
+
+KIND = """
+from typing import ClassVar
+from iclab.experiments.claims.kind import Claim, ClaimKind
+class Bad(ClaimKind):
+    name = "bad"
+    statements: ClassVar[dict[str, str]] = {{"": "a claim"}}
+{methods}
+"""
+CHECK = "    def check_site(self, spec, site, context):\n        {body}\n"
+GOOD_CHECK = CHECK.format(body="return self.claim(spec, site, True, 'm', 1.0, 1.0)")
+SPEC = """
+[[groups]]
+name = "g"
+d = 2
+n = 4
+sigma = [0.0, 0.5]
+steps = 3
+eval_prompts = 200
+[[groups]]
+name = "deep"
+d = 2
+n = 4
+layers = 2
+parameterisation = "sparse"
+steps = 3
+eval_prompts = 200
+[[claims]]
+kind = "{kind}"
+group = "{group}"
+tolerance = 1
+"""
+
+
+CLAIM_FAULTS = ("raises", "returns", "number", "holds", "key", "figure", "figure_type",
+                "parameters", "measurements")
+
+
+def claim_kind_methods(draw: st.DrawFn, kind: str) -> str:
+    if kind == "raises":
+        return CHECK.format(body=f"raise {draw(ERRORS)}('kind')")
+    if kind == "returns":  # check() must return a list of claims
+        value = draw(st.sampled_from(["None", "3", "'text'", "[1]", "(self.claim(spec, "
+                                      "site, True, 'm', 1.0, 1.0),)"]))
+        return ("    def check(self, spec, sites, context):\n"
+                f"        return {value.replace('site,', 'sites[0],')}\n")
+    if kind == "number":  # a claim's value or theory not finite
+        bad, where = draw(BAD_NUMBERS), draw(st.sampled_from(["value", "theory"]))
+        numbers = f"{bad}, 1.0" if where == "value" else f"1.0, {bad}"
+        return CHECK.format(body=f"return self.claim(spec, site, True, 'm', {numbers})")
+    if kind == "holds":  # Claim built by hand with a verdict that is not a bool
+        return CHECK.format(body="return Claim('c', 'yes', 'm', 1.0, 1.0, 1.0, 's', 'g', 'x')")
+    if kind == "key":  # a key no result.json has
+        return CHECK.format(body="return site.records[0].result['no_such_key']")
+    if kind == "figure":
+        return GOOD_CHECK + ("    def figure_key(self, spec):\n"
+                             f"        raise {draw(ERRORS)}('figure')\n")
+    if kind == "figure_type":
+        return GOOD_CHECK + "    def figure_key(self, spec):\n        return 'one string'\n"
+    if kind == "parameters":
+        return GOOD_CHECK + ("    def validate_parameters(self, raw, where):\n"
+                             f"        raise {draw(ERRORS)}('parameters')\n")
+    return GOOD_CHECK + "    def measurements(self, parameters):\n        return [1, 2]\n"
+
+
+@pytest.mark.parametrize("fault", CLAIM_FAULTS)
+@settings(FUZZ, max_examples=3)
+@given(data=st.data(), group=st.sampled_from(["g", "deep"]))
+def test_bad_claim_kinds_are_refused_before_any_run(
+        fault: str, data: st.DataObject, group: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """sweep (the claims on one-layer or two-layer runs): exit 2, one line, no folder."""
+    methods = data.draw(st.composite(claim_kind_methods)(fault))
+    path = write_plugin(tmp_path, KIND.format(methods=methods))
+    spec = tmp_path / f"spec{next(_counter)}.toml"
+    spec.write_text(SPEC.format(kind=f"{path}:Bad", group=group))
+    out = tmp_path / f"out{next(_counter)}"
+    assert_refused(["sweep", str(spec), "--quiet", "--workers", "1"], out, capsys)
+    assert_refused(["sweep", str(spec), "--quiet", "--workers", "1"], out, capsys)  # again
+
+
+def test_a_kind_that_reads_the_sweeps_files_passes_the_probe(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A kind that asks for the sweep folder (its measurements) is checked after the runs,
+    on the real results: not refused by the probe, which has no folder to give it."""
+    body = ("_, _, out = context.sweep('reading runs')\n"
+            "        value = float((out / 'results.csv').exists())\n"
+            "        return self.claim(spec, site, True, 'm', value, 1.0)")
+    path = write_plugin(tmp_path, KIND.format(methods=CHECK.format(body=body)))
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.format(kind=f"{path}:Bad", group="g"))
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet", "--workers", "1"]) == 0
+    assert "2 of 2 claims hold" in capsys.readouterr().out
+    assert (out / "claims.json").exists()

@@ -103,6 +103,20 @@ def _decide(loss_verdict: str, z: float, readout: dict[str, float]) -> tuple[str
     return None
 
 
+def _undecided(readout: dict[str, float]) -> str:
+    """Why the read-out does not decide either: what is outside its tolerance, not clearly."""
+    tolerance = readout["layer_steps_tolerance"]
+    parts = [f"{what} {100 * readout[key]:.3g} %" for key, what in
+             (("layer_steps_rel_err", "a step error of"),
+              ("layer_isotropy_err", "a layer's isotropy error of"))
+             if readout[key] > tolerance]
+    excess = readout.get("layer_steps_excess")
+    if excess is not None and excess > LOSS_RESOLUTION:
+        parts.append(f"a loss of the learned steps {100 * excess:.3g} % above the optimum")
+    return (f"the read-out does not decide: {' and '.join(parts) or 'its numbers'} against "
+            f"the tolerance {100 * tolerance:.3g} %")
+
+
 def judge_depth(result: dict[str, Any], sparse: bool) -> dict[str, Any]:
     """The verdict of an L-layer run, against the optimal L-step GD loss (gd_steps_loss).
 
@@ -125,6 +139,8 @@ def judge_depth(result: dict[str, Any], sparse: bool) -> dict[str, Any]:
     if decided is not None:
         verdict["verdict"], evidence["reason"] = decided
         evidence["decided_by"] = "read-out" if decided[0] != UNDETERMINED else "disagreement"
+    elif verdict["verdict"] == UNDETERMINED:
+        evidence["reason"] += "; " + _undecided(readout)
     verdict["verdict_evidence"] = evidence
     verdict["verdict_needs"] = EVIDENCE_NEEDED + READOUT_NEEDED
     return verdict

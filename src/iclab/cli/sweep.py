@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from iclab.experiments.claims.kind import Claim, ClaimsNotHeldError
+from iclab.experiments.claims.probe import probe_claim_kinds
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.spec import Spec, load_spec
 from iclab.experiments.specs.sweep import EXECUTORS, check_sweep_dir, make_executor, run_sweep
@@ -67,12 +68,14 @@ def sweep_and_report(load: Callable[[Registries], Spec], registries: Registries,
                      storage: str | None = None, connect_timeout: float | None = None) -> None:
     """Run the spec ``load`` reads with the command's ``registries`` into ``out``; with
     claims, write the report (by the same claim kinds) and raise ClaimsNotHeldError (exit
-    code 1) if one does not hold."""
+    code 1) if one does not hold. A user's claim kinds are tried on a synthetic result set
+    first (``probe_claim_kinds``), so a failing one is one line before any run."""
     out_dir = check_sweep_dir(out)  # before Path(""), which is the current folder
     started = time.perf_counter()
     runner = make_executor(executor, workers, address, storage,  # bad options first
                            connect_timeout)
     spec = load(registries)
+    probe_claim_kinds(spec, registries.claims)  # a user's claim kinds, before any run
     records = run_sweep(spec, out_dir, runner, progress=not quiet)
     click.echo(f"{len(records)} runs finished in {out_dir / 'runs'}; "
                f"results in {out_dir / 'results.csv'}")

@@ -55,6 +55,11 @@ class Claim:
                 "source": self.source}
 
 
+class NoSweepFolderError(ConfigError):
+    """A claim asked for the sweep folder where there is none (claims checked on records
+    alone, as the claim probe does before any run)."""
+
+
 class KindLookup(Protocol):
     """Claim kinds by name (a ``ClaimRegistry``)."""
 
@@ -68,7 +73,10 @@ class ClaimContext:
     ``out_dir`` (None when the claims are checked on records alone), where run ``run_id``'s
     folder is ``out_dir/runs/<run_id>``, the spec and all records (for claims that compare
     groups, and for figures; None outside ``evaluate_claims``), and the claim kinds
-    (``kinds``, for a figure that shows several kinds' claims)."""
+    (``kinds``, for a figure that shows several kinds' claims). Before any run the claim
+    probe (``iclab.experiments.claims.probe``) checks a user's kind on synthetic records
+    with no sweep folder: a kind that reads the sweep's files asks for them through
+    ``sweep``, which then raises ``NoSweepFolderError``."""
 
     def __init__(self, cache: dict[Any, Any] | None = None,
                  out_dir: str | Path | None = None, spec: Spec | None = None,
@@ -84,7 +92,7 @@ class ClaimContext:
         """The spec, the records and the sweep folder; ConfigError saying that ``what`` needs
         them when the context lacks one."""
         if self.spec is None or self.records is None or self.out_dir is None:
-            raise ConfigError(f"{what} needs the spec, the records and the sweep folder")
+            raise NoSweepFolderError(f"{what} needs the spec, the records and the sweep folder")
         return self.spec, self.records, self.out_dir
 
     def kind(self, name: str) -> ClaimKind:

@@ -8,6 +8,7 @@ claims, is one ConfigError line, not a traceback.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
@@ -47,21 +48,46 @@ def check_claim_kind(kind: Any) -> None:
                           f"or check (claims over the whole group)")
 
 
+def is_builtin_kind(kind: ClaimKind) -> bool:
+    """Whether ``kind`` is one of iclab's own claim kinds."""
+    return type(kind).__module__.split(".")[0] == "iclab"
+
+
+def one_line(error: BaseException) -> str:
+    """``Type: message`` of ``error`` on one line, the message cut at 160 characters."""
+    text = " ".join(str(error).split())[:160]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
 def checked_claims(kind: ClaimKind, spec: ClaimSpec, group_sites: list[Site],
-                   context: ClaimContext) -> list[Claim]:
+                   context: ClaimContext, when: str = "") -> list[Claim]:
     """``kind.check(...)``; a user's kind that raises or returns anything but a list of
-    claims is one ConfigError line naming it."""
+    claims, each with a string claim, a bool verdict and finite value, theory and tolerance,
+    is one ConfigError line naming it (``when``: words saying when, for the probe)."""
+    where = f"on group {spec.group!r}" + (f" {when}" if when else "")
+    label = kind.name if spec.kind == kind.name else f"{kind.name} ({spec.kind})"
     try:
         claims = kind.check(spec, group_sites, context)
     except ConfigError:
         raise
-    except Exception as error:  # a user's kind: reported in one line, not raised
-        if type(kind).__module__.split(".")[0] == "iclab":
+    except (Exception, SystemExit) as error:  # a user's kind: reported in one line
+        if is_builtin_kind(kind):
             raise
-        text = " ".join(str(error).split())[:160]
-        raise ConfigError(f"claim kind {kind.name!r} failed on group {spec.group!r} "
-                          f"({type(error).__name__}: {text})") from None
+        raise ConfigError(f"claim kind {label!r} failed {where} ({one_line(error)})") from None
     if not isinstance(claims, list) or not all(isinstance(c, Claim) for c in claims):
-        raise ConfigError(f"claim kind {kind.name!r}: check must return a list of Claim "
-                          f"objects")
+        raise ConfigError(f"claim kind {label!r} {where}: check must return a list of Claim "
+                          f"objects, got {type(claims).__name__}")
+    for claim in [] if is_builtin_kind(kind) else claims:  # iclab's own: tested by the suite
+        numbers = {"value": claim.value, "theory": claim.theory, "tolerance": claim.tolerance}
+        bad = [f"{key} {value!r}" for key, value in numbers.items() if not _finite(value)]
+        if bad or not isinstance(claim.holds, bool) or not isinstance(claim.claim, str):
+            what = ", ".join(bad) or "holds must be a bool and claim a string"
+            raise ConfigError(f"claim kind {label!r} {where}: a claim must hold finite "
+                              f"numbers (value, theory, tolerance), a bool verdict and a "
+                              f"string; got {what}")
     return claims

@@ -137,10 +137,36 @@ def parse_claim(raw: Any, index: int, groups: set[str], source: str,
         if value not in allowed:
             raise _fail(where, f"{key} must be one of {', '.join(allowed)}; got {value!r}")
         chosen[key] = value
-    parameters = claim_kind.validate_parameters(raw, f"{where} (kind {kind})")
-    claim_kind.check_groups(parameters, raw["group"], groups, f"{where} (kind {kind})")
+    parameters, measurements = _kind_parameters(claim_kind, raw, groups, f"{where} (kind "
+                                                                         f"{kind})")
     return ClaimSpec(section=section, kind=kind, group=raw["group"],
                      tolerance=numbers["tolerance"], options=chosen, statement=statement,
                      separation=numbers["separation"], parameters=parameters,
-                     measurements=claim_kind.measurements(parameters),
-                     source=claim_source.strip())
+                     measurements=measurements, source=claim_source.strip())
+
+
+def _kind_parameters(claim_kind: ClaimKindSchema, raw: dict[str, Any], groups: set[str],
+                     where: str) -> tuple[dict[str, Any], tuple[RunMeasurement, ...]]:
+    """The kind's checked parameters and its measurements; a user's kind whose
+    validate_parameters, check_groups or measurements raises (or returns the wrong type) is
+    one ConfigError line."""
+    builtin = type(claim_kind).__module__.split(".")[0] == "iclab"
+    try:
+        parameters = claim_kind.validate_parameters(raw, where)
+        claim_kind.check_groups(parameters, raw["group"], groups, where)
+        measurements = claim_kind.measurements(parameters)
+    except ConfigError:
+        raise
+    except (Exception, SystemExit) as error:  # a user's kind: one line, not a traceback
+        if builtin:
+            raise
+        text = " ".join(str(error).split())[:160]
+        raise _fail(where, f"the kind's parameters failed ({type(error).__name__}"
+                           f"{': ' + text if text else ''})") from None
+    if not builtin and not (isinstance(parameters, dict) and isinstance(measurements, tuple)
+                            and all(callable(getattr(m, "is_done", None))
+                                    and callable(getattr(m, "measure", None))
+                                    for m in measurements)):
+        raise _fail(where, "validate_parameters must return a dict and measurements a tuple "
+                           "of RunMeasurement objects (is_done, measure)")
+    return parameters, measurements
