@@ -138,9 +138,13 @@ def make_train_command(registry: ModelRegistry) -> click.Command:
         Writes OUT/config.json, OUT/metrics.jsonl, OUT/model.safetensors and, last,
         OUT/result.json (with a verdict: "optimal" when the test loss is within 4 standard
         errors of the optimal LSA loss L*, those 4 standard errors are within 5 % of L*,
-        and a read-out's Gamma is within 10 % of Gamma*; "undetermined" when the
-        evidence is too thin). Running the same command again resumes an
-        interrupted run; a finished run is not re-run.
+        and a read-out's Gamma is within 10 % of Gamma*; for --layers L with the sparse
+        parameterisation, against the optimal L-step GD, also "optimal" when its read-out
+        shows every learned step within the curvature tolerance of the optimal step (the
+        step error that raises the exact L-step loss by at most 5 %) and every layer
+        isotropic within it, and "not optimal" when a step is clearly outside and the test
+        loss above; "undetermined" when the evidence is too thin). Running the same
+        command again resumes an interrupted run; a finished run is not re-run.
         """
         path = check_out_dir(out)  # before Path(""), which is the current folder
         config = config_from_options(values, registry)
