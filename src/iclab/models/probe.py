@@ -18,6 +18,7 @@ import torch
 from iclab.models.base import Model
 from iclab.models.readout import LinearReadout
 from iclab.utils.errors import ConfigError
+from iclab.utils.plugins import error_line, is_builtin_code
 from iclab.utils.seeding import make_generator
 
 PROBE_PROMPTS = 2
@@ -26,19 +27,14 @@ PROBE_PROMPTS = 2
 
 def is_builtin(model_class: type[Model]) -> bool:
     """Whether ``model_class`` is one of iclab's own models."""
-    return model_class.__module__.split(".")[0] == "iclab"
-
-
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())[:160]
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return is_builtin_code(model_class)
 
 
 def _call(name: str, what: str, function: Any, *args: Any) -> Any:
     try:
         return function(*args)
     except (Exception, SystemExit) as error:  # the user's code: reported, not raised
-        raise ConfigError(f"model {name!r}: {what} failed ({_one_line(error)})") from None
+        raise ConfigError(f"model {name!r}: {what} failed ({error_line(error)})") from None
 
 
 def probe_plugins(model_class: type[Model], name: str, d: int, n: int, options: Any,

@@ -32,6 +32,18 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())[:200]
 
 
+def is_builtin_code(cls: type) -> bool:
+    """Whether ``cls`` is defined in iclab itself rather than in a user's plug-in."""
+    return cls.__module__.split(".")[0] == "iclab"
+
+
+def error_line(error: BaseException) -> str:
+    """``Type: message`` of a plug-in's ``error`` on one line, the message cut at 160
+    characters (``Type`` alone when it has no message)."""
+    text = " ".join(str(error).split())[:160]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 def _import_file(path_text: str, reference: str, kind: str) -> Any:
     path = Path(path_text)
     if not path.is_file():

@@ -16,6 +16,7 @@ from iclab.experiments.claims.parameters import ClaimParameter
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import Site
 from iclab.utils.errors import ConfigError
+from iclab.utils.plugins import error_line, is_builtin_code
 
 
 def check_claim_kind(kind: Any) -> None:
@@ -50,13 +51,7 @@ def check_claim_kind(kind: Any) -> None:
 
 def is_builtin_kind(kind: ClaimKind) -> bool:
     """Whether ``kind`` is one of iclab's own claim kinds."""
-    return type(kind).__module__.split(".")[0] == "iclab"
-
-
-def one_line(error: BaseException) -> str:
-    """``Type: message`` of ``error`` on one line, the message cut at 160 characters."""
-    text = " ".join(str(error).split())[:160]
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return is_builtin_code(type(kind))
 
 
 def _finite(value: Any) -> bool:
@@ -78,7 +73,7 @@ def checked_claims(kind: ClaimKind, spec: ClaimSpec, group_sites: list[Site],
     except (Exception, SystemExit) as error:  # a user's kind: reported in one line
         if is_builtin_kind(kind):
             raise
-        raise ConfigError(f"claim kind {label!r} failed {where} ({one_line(error)})") from None
+        raise ConfigError(f"claim kind {label!r} failed {where} ({error_line(error)})") from None
     if not isinstance(claims, list) or not all(isinstance(c, Claim) for c in claims):
         raise ConfigError(f"claim kind {label!r} {where}: check must return a list of Claim "
                           f"objects, got {type(claims).__name__}")

@@ -19,10 +19,11 @@ from __future__ import annotations
 from typing import Any
 
 from iclab.experiments.claims.kind import ClaimContext, KindLookup, NoSweepFolderError
-from iclab.experiments.claims.plugin_check import checked_claims, is_builtin_kind, one_line
+from iclab.experiments.claims.plugin_check import checked_claims, is_builtin_kind
 from iclab.experiments.specs.results import RunRecord, sites
 from iclab.experiments.specs.spec import Point, Spec
 from iclab.utils.errors import ConfigError
+from iclab.utils.plugins import error_line
 
 
 def _identity(d: int, scale: float) -> list[list[float]]:
@@ -86,7 +87,7 @@ def _call(label: str, what: str, function: Any, *args: Any) -> Any:
         raise
     except (Exception, SystemExit) as error:  # the user's code: reported, not raised
         raise ConfigError(f"claim kind {label!r}: {what} failed on a synthetic result set, "
-                          f"before any run ({one_line(error)})") from None
+                          f"before any run ({error_line(error)})") from None
 
 
 def probe_claim_kinds(spec: Spec, kinds: KindLookup) -> None:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from iclab.models.registry import ModelRegistry
 from iclab.utils.errors import ConfigError
+from iclab.utils.plugins import error_line, is_builtin_code
 
 CLAIM_KEYS = ("section", "kind", "group", "tolerance", "statement", "separation", "source")
 """The keys every claim may set; a kind adds its options and parameters."""
@@ -150,7 +151,7 @@ def _kind_parameters(claim_kind: ClaimKindSchema, raw: dict[str, Any], groups: s
     """The kind's checked parameters and its measurements; a user's kind whose
     validate_parameters, check_groups or measurements raises (or returns the wrong type) is
     one ConfigError line."""
-    builtin = type(claim_kind).__module__.split(".")[0] == "iclab"
+    builtin = is_builtin_code(type(claim_kind))
     try:
         parameters = claim_kind.validate_parameters(raw, where)
         claim_kind.check_groups(parameters, raw["group"], groups, where)
@@ -160,9 +161,7 @@ def _kind_parameters(claim_kind: ClaimKindSchema, raw: dict[str, Any], groups: s
     except (Exception, SystemExit) as error:  # a user's kind: one line, not a traceback
         if builtin:
             raise
-        text = " ".join(str(error).split())[:160]
-        raise _fail(where, f"the kind's parameters failed ({type(error).__name__}"
-                           f"{': ' + text if text else ''})") from None
+        raise _fail(where, f"the kind's parameters failed ({error_line(error)})") from None
     if not builtin and not (isinstance(parameters, dict) and isinstance(measurements, tuple)
                             and all(callable(getattr(m, "is_done", None))
                                     and callable(getattr(m, "measure", None))
