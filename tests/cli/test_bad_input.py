@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from iclab.cli.main import main
-from iclab.config.train import SECTIONS
+from iclab.config.sections import SECTIONS
 from iclab.models.lsa.options import LSAOptions
 from iclab.utils.fields import FieldInfo, field_infos
 

@@ -10,7 +10,8 @@ import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
 from iclab.cli.theory_shift import format_shift_rows, shift_rows_json
-from iclab.config.train import RunConfig, TaskConfig, TrainConfig
+from iclab.config.sections import RunConfig, TaskConfig
+from iclab.config.train import TrainConfig
 from iclab.experiments.registries import Registries
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariance import load_covariance

@@ -11,7 +11,8 @@ from typing import Any
 import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
-from iclab.config.train import DEFAULT_MODEL, SECTIONS, TrainConfig
+from iclab.config.sections import DEFAULT_MODEL, SECTIONS
+from iclab.config.train import TrainConfig
 from iclab.models.registry import ModelRegistry
 from iclab.runs.folder import check_out_dir
 from iclab.runs.pipeline import run_training

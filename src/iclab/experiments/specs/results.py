@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from iclab.config.train import SECTIONS
+from iclab.config.sections import SECTIONS
 from iclab.experiments.specs.spec import Point, Spec
 from iclab.training.run_folder import RESULT, RunFolder
 from iclab.utils.errors import ConfigError

@@ -57,7 +57,8 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from iclab.config.train import MODEL_KEY, TrainConfig, section_fields
+from iclab.config.sections import MODEL_KEY, section_fields
+from iclab.config.train import TrainConfig
 from iclab.experiments.specs.claim_spec import ClaimSpec, SpecRegistries, parse_claim
 from iclab.experiments.specs.covariances import resolve_covariance
 from iclab.experiments.specs.extends import resolve_extends
