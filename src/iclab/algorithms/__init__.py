@@ -1,6 +1,6 @@
 """In-context regression algorithms that models are compared with, behind one interface."""
 
-from iclab.algorithms.base import InContextAlgorithm
+from iclab.algorithms.base import InContextAlgorithm, InContextPredictor
 from iclab.algorithms.baselines import (
     BayesPosteriorMean,
     GDPlusPlus,
@@ -17,6 +17,7 @@ __all__ = [
     "BayesPosteriorMean",
     "GDPlusPlus",
     "InContextAlgorithm",
+    "InContextPredictor",
     "KStepGD",
     "LeastSquares",
     "OneStepGD",

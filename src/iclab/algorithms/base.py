@@ -1,7 +1,10 @@
-"""One fit/predict interface for every in-context regression algorithm.
+"""One predict interface for every in-context regression algorithm, and one fit/predict
+interface for the linear ones.
 
-An algorithm reads a prompt's examples and returns one weight vector per prompt; its
-prediction at the query is that vector's inner product with x_q.
+``InContextPredictor`` reads a prompt's examples and predicts the query's label: k-nearest
+neighbours, Lasso, trees and fitted networks are predictors. ``InContextAlgorithm`` is a
+linear predictor: it returns one weight vector per prompt, and its prediction at the query is
+that vector's inner product with x_q.
 """
 
 from __future__ import annotations
@@ -11,8 +14,21 @@ from abc import ABC, abstractmethod
 import torch
 
 
-class InContextAlgorithm(ABC):
-    """A learning algorithm run on each prompt's examples."""
+class InContextPredictor(ABC):
+    """A learning algorithm run on each prompt's examples, predicting the query's label."""
+
+    name: str = "predictor"
+
+    @abstractmethod
+    def predict(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        """X: (B, n, d), y: (B, n), x_q: (B, d) -> yhat: (B,)."""
+
+    def __call__(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        return self.predict(X, y, x_q)
+
+
+class InContextAlgorithm(InContextPredictor):
+    """A linear learning algorithm: one weight vector per prompt."""
 
     name: str = "algorithm"
 
@@ -23,6 +39,3 @@ class InContextAlgorithm(ABC):
     def predict(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
         """X: (B, n, d), y: (B, n), x_q: (B, d) -> yhat = w_hat . x_q: (B,)."""
         return (self.fit(X, y) * x_q).sum(-1)
-
-    def __call__(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
-        return self.predict(X, y, x_q)
