@@ -294,18 +294,18 @@ def test_a_broken_user_family_is_refused_before_anything_is_written(
 def test_running_out_of_memory_is_one_line(
     error: BaseException, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import iclab.cli.theory
+    import iclab.cli.theory.command
 
     def exhausted(*args: object, **kwargs: object) -> None:
         raise error
 
-    monkeypatch.setattr(iclab.cli.theory, "family_optimum", exhausted)
+    monkeypatch.setattr(iclab.cli.theory.command, "family_optimum", exhausted)
     err = assert_refused(["theory", "--d", "2", "--n", "5", "--sigma", "0.5"], capsys)
     assert "out of memory" in err
 
     def fails(*args: object, **kwargs: object) -> None:
         raise RuntimeError("another failure")
 
-    monkeypatch.setattr(iclab.cli.theory, "family_optimum", fails)
+    monkeypatch.setattr(iclab.cli.theory.command, "family_optimum", fails)
     with pytest.raises(RuntimeError, match="another failure"):   # not hidden as memory
         main(["theory", "--d", "2", "--n", "5", "--sigma", "0.5"])

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
-from iclab.cli.theory_shift import format_shift_rows, shift_rows_json
+from iclab.cli.theory.shift import format_shift_rows, shift_rows_json
 from iclab.config.sections import RunConfig, TaskConfig
 from iclab.config.train import TrainConfig
 from iclab.experiments.registries import Registries
