@@ -45,7 +45,7 @@ def assert_refused(argv: list[str], out: Path, capsys: pytest.CaptureFixture[str
 
 def law_body(draw: st.DrawFn) -> str:
     kind = draw(st.sampled_from(["scale", "mean", "constant", "bad_number", "raises", "shape",
-                                 "cauchy", "mu4", "dtype", "correlated"]))
+                                 "cauchy", "mu4", "dtype", "complex", "correlated"]))
     if kind == "scale":  # variance c^2 != 1
         c = draw(st.one_of(st.floats(0.0, 0.8), st.floats(1.25, 1e6)))
         return f"{LAW}{c!r} * {RANDN}\n"
@@ -73,6 +73,8 @@ def law_body(draw: st.DrawFn) -> str:
         return f"{LAW}{RANDN}\nlaw.fourth_moment = {mu4!r}\n"
     if kind == "dtype":
         return "def law(shape, g, dtype):\n    return torch.ones(shape, dtype=torch.int64)\n"
+    if kind == "complex":  # standard complex normal: real part variance 1/2, cast would hide it
+        return f"{LAW}torch.randn(shape, generator=g, dtype=torch.complex64)\n"
     # correlated: every coordinate the same standard normal
     return ("def law(shape, g, dtype):\n    z = torch.randn((*shape[:-1], 1), generator=g, "
             "dtype=dtype)\n    return z.expand(shape).clone()\n")
@@ -151,7 +153,8 @@ class Bad(Model):
 def model_body(draw: st.DrawFn) -> str:
     parts = {"create": "pass", "forward": "pass", "output": "return out", "readout": "pass"}
     kind = draw(st.sampled_from(["create", "forward", "readout", "shape", "bad_number",
-                                 "detached", "returns", "readout_shape", "no_parameters"]))
+                                 "detached", "returns", "readout_shape", "no_parameters",
+                                 "ignores_parameters"]))
     if kind in ("create", "forward", "readout"):
         parts[kind] = f"raise {draw(ERRORS)}('model')"
     elif kind == "shape":
@@ -161,6 +164,9 @@ def model_body(draw: st.DrawFn) -> str:
         parts["output"] = f"return out * {draw(BAD_NUMBERS)}"
     elif kind == "detached":
         parts["output"] = "return out.detach()"
+    elif kind == "ignores_parameters":  # in the graph, but with a zero gradient everywhere
+        parts["output"] = "return x_q.sum(-1) + " + draw(st.sampled_from(
+            ["0.0 * self.gamma.sum()", "self.gamma.sum() - self.gamma.sum()"]))
     elif kind == "returns":
         parts["create"] = "return " + draw(st.sampled_from(["None", "1", "nn.Linear(2, 2)"]))
     elif kind == "readout_shape":

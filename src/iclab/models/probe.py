@@ -3,13 +3,14 @@
 A model plug-in (``--model file.py:CLASS``, or a class registered in Python) is built at the
 run's d, prepared for the run's task, run forward and backward on two prompts and, when it
 declares a read-out, read out at the run's n. Any exception, a prediction of the wrong shape or
-with non-finite values, a model without trainable parameters, or a read-out of the wrong shape
-raises ConfigError naming the model and what is wrong. iclab's own models (tested by the
-conformance suite) are not probed.
+with non-finite values, a model without trainable parameters, predictions that do not change
+with the parameters, or a read-out of the wrong shape raises ConfigError naming the model and
+what is wrong. iclab's own models (tested by the conformance suite) are not probed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,9 @@ from iclab.utils.seeding import make_generator
 
 PROBE_PROMPTS = 2
 """Prompts a user's model is tried on before any work."""
+UNCHANGED = 1e-9
+"""Predictions count as unchanged by a step of the weights when they move by less than this,
+relative to their size: float64 rounding (x + s - s), not a dependence on the weights."""
 
 
 def is_builtin(model_class: type[Model]) -> bool:
@@ -86,8 +90,34 @@ def probe_model(model_class: type[Model], name: str, d: int, n: int, options: An
         _call(name, "backward through forward", loss.backward)
     if not all(p.grad is None or bool(torch.isfinite(p.grad).all()) for p in parameters):
         raise ConfigError(f"model {name!r}: the gradient of its loss is not finite")
+    if all(p.grad is None or not bool(p.grad.any()) for p in parameters):
+        _check_depends_on_parameters(model, name, parameters, prompts, output, generator)
     if model.has_readout:
         _check_readout(model, name, d, n)
+
+
+def _check_depends_on_parameters(model: Model, name: str, parameters: Sequence[torch.Tensor],
+                                 prompts: Any, output: torch.Tensor,
+                                 generator: torch.Generator) -> None:
+    """A zero gradient is allowed (a saddle such as the all-zero start of an LSA), but the
+    predictions must change when the parameters do: each parameter is moved by a seeded
+    random step of its own size (or 1), the model run again, and the parameters restored.
+    Predictions that move by no more than rounding (UNCHANGED) are refused."""
+    saved = [p.detach().clone() for p in parameters]
+    with torch.no_grad():
+        for p in parameters:
+            scale = max(float(p.abs().max()), 1.0)
+            p.add_(scale * torch.randn(p.shape, generator=generator, dtype=p.dtype))
+        moved = _call(name, "forward(X, y, x_q)", model, prompts.X, prompts.y, prompts.x_q)
+        for p, value in zip(parameters, saved, strict=True):
+            p.copy_(value)
+    if not isinstance(moved, torch.Tensor) or moved.shape != output.shape:
+        return  # the prediction's own checks above cover this model's outputs
+    change = float((moved.detach() - output.detach()).abs().max())
+    if change <= UNCHANGED * max(1.0, float(output.detach().abs().max())):
+        raise ConfigError(f"model {name!r}: its predictions do not change when its parameters "
+                          f"do (zero gradient, and the same predictions at other weights): "
+                          f"there is nothing to train")
 
 
 def _check_readout(model: Model, name: str, d: int, n: int) -> None:

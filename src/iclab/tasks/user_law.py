@@ -51,6 +51,9 @@ class UserLaw:
                 f"covariate law {self.spec}: the function must return a tensor of shape "
                 f"{tuple(shape)}, got {got}"
             )
+        if values.is_complex() or not values.dtype.is_floating_point:
+            raise ConfigError(f"covariate law {self.spec}: draw must return real floating-point "
+                              f"numbers, got dtype {values.dtype}")
         return values.to(dtype)
 
 
@@ -112,9 +115,6 @@ def check_law(law: UserLaw) -> None:
         except (Exception, SystemExit) as error:  # the user's code: reported, not raised
             raise ConfigError(f"{name}: draw(shape, generator, dtype) failed "
                               f"({type(error).__name__}: {_one_line(error)[:160]})") from None
-        if values.is_complex() or not values.dtype.is_floating_point:
-            raise ConfigError(f"{name}: draw must return real floating-point numbers, got "
-                              f"dtype {values.dtype}")
         if not bool(torch.isfinite(values).all()):
             raise ConfigError(f"{name}: draw returned non-finite values (NaN or infinity)")
     z = values.reshape(-1, PROBE_SHAPE[-1]).to(torch.float64)    # (N, k)
