@@ -97,6 +97,28 @@ def test_an_edited_result_and_replaced_weights_are_refused(finished: Path,
         read_finished_run(folder)
 
 
+def test_rerunning_a_finished_run_checks_the_weights_it_reports(finished: Path,
+                                                                tmp_path: Path) -> None:
+    """The same train command on a finished folder reports its result only while the weights
+    are the ones that result judged: replaced or damaged weights are refused, nothing written."""
+    config = TrainConfig.flat(**QUICK)
+    assert run_training(config, copy_of(finished, tmp_path), progress=False)["test_loss"] == \
+        json.loads((finished / "result.json").read_text())["test_loss"]
+    other = tmp_path / "other"
+    run_training(TrainConfig.flat(**{**QUICK, "seed": 1}), other, progress=False)
+    for damage, match in ((lambda f: shutil.copy(other / "model.safetensors", f),
+                           "trained on another config"),
+                          (lambda f: f.write_bytes(f.read_bytes()[:100]),
+                           "cannot load the model")):
+        folder = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(finished, folder)
+        damage(folder / "model.safetensors")
+        before = {p.name: p.read_bytes() for p in folder.iterdir()}
+        with pytest.raises(ConfigError, match=match):
+            run_training(config, folder, progress=False)
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
 def test_a_folder_without_a_binding_still_reads(finished: Path, tmp_path: Path) -> None:
     """Folders of iclab 0.1 (and later ones before the binding): no binding, no metadata."""
     folder = copy_of(finished, tmp_path)

@@ -93,8 +93,8 @@ def _reuse_run_dir(config: TrainConfig, folder: RunFolder, restart: bool) -> boo
         if not same:
             folder.write_config(config.to_json())
         return False
-    if folder.finished:
-        read_result(folder.path, config=config)
+    if folder.finished:  # its result and the weights it judged, both unedited
+        _checked_weights(folder, config, None, read_result(folder.path, config=config))
         return True
     return False
 
@@ -124,12 +124,7 @@ def load_trained_model(run_dir: Path, config: TrainConfig,
     """The run's trained weights as a float64 model on the CPU: trained on ``config`` (where
     the file records its config) and, given the run's ``result``, the weights it judged."""
     folder = RunFolder(run_dir)
-    state, recorded = folder.read_model()
-    if recorded is not None and _recorded_hash(recorded, models) != config.hash():
-        raise ConfigError(f"{folder.model} was trained on another config than {folder.config} "
-                          f"(edited since the run?); {RESTART_HINT_RUN}")
-    if result is not None:
-        folder.check_model_binding(recorded, result)
+    state = _checked_weights(folder, config, models, result)
     model = config.model_class(models).create(config.task.d, config.model,
                                               make_generator(0, "load"), torch.float64)
     try:
@@ -143,6 +138,19 @@ def load_trained_model(run_dir: Path, config: TrainConfig,
 
 
 RESTART_HINT_RUN = "rerun the run with --restart, or restore the file"
+
+
+def _checked_weights(folder: RunFolder, config: TrainConfig, models: ModelRegistry | None,
+                     result: dict[str, Any] | None) -> dict[str, torch.Tensor]:
+    """The run's weights, refused with one line when damaged, trained on another config than
+    ``config`` (where the file records it) or, given ``result``, not the weights it judged."""
+    state, recorded = folder.read_model()
+    if recorded is not None and _recorded_hash(recorded, models) != config.hash():
+        raise ConfigError(f"{folder.model} was trained on another config than {folder.config} "
+                          f"(edited since the run?); {RESTART_HINT_RUN}")
+    if result is not None:
+        folder.check_model_binding(recorded, result)
+    return state
 
 
 def _recorded_hash(recorded: dict[str, Any], models: ModelRegistry | None) -> str | None:
