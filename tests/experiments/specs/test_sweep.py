@@ -60,6 +60,12 @@ def test_each_point_is_a_run_folder_named_by_its_config_hash(tmp_path: Path) -> 
     (first / "result.json").write_bytes((second / "result.json").read_bytes())
     with pytest.raises(ConfigError, match=r"config\.json was edited"):  # another run's result
         load_records(spec, tmp_path)
+    unfinished = tmp_path / "runs" / list(spec.points())[3].run_id
+    (unfinished / "result.json").unlink()   # one run to redo: refused before it is redone
+    refused = Recording()
+    with pytest.raises(ConfigError, match=r"config\.json was edited"):
+        run_sweep(spec, tmp_path, refused, progress=False)
+    assert refused.seen == [] and not (unfinished / "result.json").exists()
 
 
 def test_results_do_not_depend_on_the_executor_or_workers(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from iclab.experiments.specs.results import (
     write_tables,
 )
 from iclab.experiments.specs.spec import Point, Spec
+from iclab.training.run_folder import RunFolder
 from iclab.utils.errors import ConfigError
 
 EXECUTORS = ("local", "ray")
@@ -136,6 +137,10 @@ def run_sweep(
     _check_writable(out_dir)  # created as runs finish: a sweep that cannot start leaves none
     points = spec.points()
     pending = [p for p in points if not is_finished(out_dir, p.run_id)]
+    unfinished = {p.run_id for p in pending}
+    for point in points:  # a finished run edited since is refused before any work
+        if point.run_id not in unfinished:
+            RunFolder(run_dir(out_dir, point.run_id)).read_result((), point.config.hash())
     pending.sort(key=lambda p: -estimated_cost(p.config))  # longest first: a shorter sweep
     failures: list[RunOutcome] = []
     bar = tqdm(total=len(points), initial=len(points) - len(pending), unit="run",
