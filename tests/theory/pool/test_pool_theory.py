@@ -1,5 +1,6 @@
 """The exact pool loss against Monte Carlo, and its optimum against an independent global
-optimisation (Gauss-Hermite quadrature over the query, joint L-BFGS on (u, M) from random starts)."""
+optimisation (Gauss-Hermite quadrature over the query, joint L-BFGS on (u, M) from random
+starts)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def independent_optimum(pool: np.ndarray, n: int, sigma: float, starts: int) -> 
         optimiser = torch.optim.LBFGS([params], max_iter=2000, tolerance_grad=1e-12,
                                       tolerance_change=1e-15, line_search_fn="strong_wolfe")
 
-        def closure() -> torch.Tensor:
+        def closure(optimiser: torch.optim.LBFGS = optimiser,
+                    params: torch.Tensor = params) -> torch.Tensor:
             optimiser.zero_grad()
             value = quadrature_loss(params, pool, n, sigma)
             value.backward()

@@ -32,9 +32,9 @@ SAME_OPTIMUM = 1e-9
 
 def _solve(A: torch.Tensor, B: torch.Tensor, sigma: float) -> torch.Tensor:
     """A^{-1} B (A positive definite when sigma > 0; the pseudo-inverse at sigma = 0)."""
-    if sigma > 0:
-        return torch.linalg.solve(A, B)
-    return torch.linalg.pinv(A, hermitian=True) @ B
+    solved: torch.Tensor = torch.linalg.solve(A, B) if sigma > 0 else \
+        torch.linalg.pinv(A, hermitian=True) @ B
+    return solved
 
 
 def reduced(loss: PoolLoss, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -111,7 +111,7 @@ def nuisance_free_optimum(loss: PoolLoss) -> tuple[float, np.ndarray]:
     d = loss.d
     u = torch.zeros(d + 1, dtype=torch.float64)
     u[d] = 1.0
-    n, C, W, S = loss.n, loss.token_covariances, loss.tasks, loss.covariance_x
+    n, C, W = loss.n, loss.token_covariances, loss.tasks
     G = C @ u
     K = W.shape[0]
     A = (n * (n + 1) * (G.T @ G) + n * torch.einsum("k,kij->ij", G @ u, C)) / K
