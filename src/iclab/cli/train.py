@@ -17,12 +17,13 @@ from iclab.models.registry import ModelRegistry
 from iclab.runs.folder import check_out_dir
 from iclab.runs.pipeline import run_training
 from iclab.tasks.covariance import load_covariance
+from iclab.tasks.pool import load_pool
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import field_infos
 
-COVARIANCES = ("cov_x", "cov_w", "context_covariance")
+COVARIANCES = ("cov_x", "cov_w", "context_covariance", "task_pool")
 """The matrix options, read from .npy files: cov_x, cov_w are (d, d), context_covariance is
-(n+1, n+1)."""
+(n+1, n+1), task_pool is (K, d) (``iclab.tasks.pool.load_pool``)."""
 
 
 def _row(result: dict[str, Any], key: str, label: str, fmt: str) -> tuple[str, str] | None:
@@ -124,7 +125,8 @@ def config_from_options(values: dict[str, Any], registry: ModelRegistry) -> Trai
         config.validate(models=registry)  # scalar options first, before any file is read
         sizes = {"cov_x": config.task.d, "cov_w": config.task.d,
                  "context_covariance": config.task.n + 1}
-        scalars.update({k: load_covariance(v, sizes[k]).tolist()
+        scalars.update({k: (load_pool(v, config.task.d) if k == "task_pool" else
+                            load_covariance(v, sizes[k])).tolist()
                         for k, v in covariances.items()})
         config = TrainConfig.from_json(scalars, registry)
     return config.validate(models=registry)

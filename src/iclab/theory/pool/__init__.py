@@ -2,7 +2,8 @@
 of any (u, M) (``loss``) and its global optimum, nuisance terms included, beside the
 nuisance-free optimum (``optimum``)."""
 
-from iclab.theory.pool.loss import PoolLoss, check_pool
+from iclab.tasks.pool import check_pool
+from iclab.theory.pool.loss import PoolLoss
 from iclab.theory.pool.optimum import PoolOptimum, pool_optimum
 
 __all__ = ["PoolLoss", "PoolOptimum", "check_pool", "pool_optimum"]

@@ -24,32 +24,7 @@ import torch
 
 from iclab.tasks.base import check_scalars
 from iclab.tasks.covariance import validate_covariance
-from iclab.utils.errors import ConfigError
-
-MAX_POOL = 10_000_000
-"""The most tasks a pool may hold."""
-
-
-def check_pool(pool: object, d: int, name: str = "task_pool") -> np.ndarray:
-    """``pool`` as a float64 (K, d) array: real, 2-D, K >= 1 rows of width d, finite entries.
-    ConfigError (one line naming ``name``) otherwise."""
-    array = np.asarray(pool) if not isinstance(pool, np.ndarray) else pool
-    if array.dtype.kind not in "biuf":
-        raise ConfigError(f"{name}: a task pool must hold real numbers, got dtype "
-                          f"{array.dtype}")
-    if array.ndim != 2:
-        raise ConfigError(f"{name}: a task pool must be a 2-D (K, d) array, got shape "
-                          f"{array.shape}")
-    if array.shape[1] != d or not 1 <= array.shape[0] <= MAX_POOL:
-        raise ConfigError(f"{name}: a task pool must have shape (K, {d}) with 1 <= K <= "
-                          f"{MAX_POOL}, got {array.shape}")
-    array = np.asarray(array, dtype=np.float64)
-    if not np.all(np.isfinite(array)):
-        raise ConfigError(f"{name}: the task pool has non-finite entries")
-    if float(np.max(np.abs(array))) > 1e8:
-        raise ConfigError(f"{name}: task pool entries must be at most 1e8 in size, got "
-                          f"{float(np.max(np.abs(array))):.3g}")
-    return array
+from iclab.tasks.pool import check_pool
 
 
 @dataclass(frozen=True, eq=False)
