@@ -5,7 +5,10 @@ posterior mean under w ~ N(0, Sigma_w)) and least squares, are measured on the s
 twice: tasks drawn from the pool (``*_pool``, the training law) and fresh tasks from the prior
 (``*_fresh``). The reference is the pool's exact optimal one-layer LSA (``iclab.theory.pool``):
 ``loss_star`` is its loss on the pool, the number the verdict compares ``test_loss`` (the pool
-loss) with; ``loss_star_fresh`` is the same weights' exact loss on fresh tasks.
+loss) with; ``loss_star_fresh`` is the same weights' exact loss on fresh tasks. For a model
+with a read-out, ``loss_exact`` is the exact pool loss of its weights (u, M) and ``loss_local``
+the local minimum of the pool loss that L-BFGS reaches from them (section 15.2): the pool loss
+has non-global local minima, and a trained model can end in one.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from iclab.algorithms.baselines import BayesPosteriorMean, LeastSquares
 from iclab.algorithms.dmmse import PoolPosteriorMean
 from iclab.analysis.readout import nuisance_shares
 from iclab.models.base import Model
-from iclab.theory.pool import PoolLoss, pool_optimum
+from iclab.theory.pool import PoolLoss, local_optimum, pool_optimum
 from iclab.theory.population import PopulationLoss
 from iclab.utils.seeding import make_generator
 
@@ -95,4 +98,9 @@ def evaluate_pool(model: Model, task: Any, eval_prompts: int, seed: int) -> dict
         attend_query = bool(getattr(getattr(model, "options", None), "attend_query", False))
         result["gamma"] = learned.gamma.tolist()
         result["nuisance"] = nuisance_shares(learned, prompts, attend_query).as_dict()
+        if not attend_query:  # the exact pool loss of its weights, and the local optimum there
+            u, M = torch.as_tensor(learned.u), torch.as_tensor(learned.M)
+            result["loss_exact"] = float(exact(u, M))
+            result["loss_local"] = local_optimum(exact, u) if float(u.norm()) > 0 else \
+                result["loss_exact"]
     return result

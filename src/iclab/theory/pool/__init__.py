@@ -4,6 +4,6 @@ nuisance-free optimum (``optimum``)."""
 
 from iclab.tasks.pool import check_pool
 from iclab.theory.pool.loss import PoolLoss
-from iclab.theory.pool.optimum import PoolOptimum, pool_optimum
+from iclab.theory.pool.optimum import PoolOptimum, local_optimum, pool_optimum
 
-__all__ = ["PoolLoss", "PoolOptimum", "check_pool", "pool_optimum"]
+__all__ = ["PoolLoss", "PoolOptimum", "check_pool", "local_optimum", "pool_optimum"]

@@ -121,6 +121,12 @@ def nuisance_free_optimum(loss: PoolLoss) -> tuple[float, np.ndarray]:
     return float(loss(u, M)), Mx.T.numpy()
 
 
+def local_optimum(loss: PoolLoss, u: torch.Tensor) -> float:
+    """The loss of the local minimum of f that L-BFGS reaches from the direction of u (d+1,)
+    (M exact along the way): where weights with this u lie, polished."""
+    return _search(loss, u.to(torch.float64).detach())[0]
+
+
 def pool_optimum(loss: PoolLoss, starts: int = DEFAULT_STARTS, seed: int = 0) -> PoolOptimum:
     """The global optimum of ``loss`` (section 15.2): the best of L-BFGS searches over u from
     the d+1 axes and ``starts`` seeded random directions, M exact for that u."""
