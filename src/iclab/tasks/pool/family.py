@@ -41,7 +41,8 @@ class PooledLinearGaussian:
 
     @property
     def name(self) -> str:
-        return str(self.prior.name)
+        """The prior family's name, marked: "linear-gaussian (task pool)"."""
+        return f"{self.prior.name} (task pool)"
 
     @property
     def d(self) -> int:
