@@ -77,3 +77,11 @@ def test_the_reproduce_specs_have_the_section(name: str) -> None:
                for claim in claims)
     tasks = sorted({p.config.task.tasks for p in spec.group("task-diversity").points})
     assert tasks[:4] == [1, 2, 4, 8]
+
+
+def test_a_spec_takes_a_pool_that_is_not_an_axis() -> None:
+    spec = parse_spec({"groups": [{"name": "g", "d": 2, "n": 5, "steps": 2,
+                                   "task_pool": [[1.0, 0.5], [0.0, -1.0]]}]},
+                      "t", Registries())
+    (point,) = spec.points()
+    assert point.config.task.task_pool == [[1.0, 0.5], [0.0, -1.0]]
