@@ -187,9 +187,9 @@ class TrainConfig:
                 f"(linear-gaussian with Gaussian independent covariates, anisotropic) and a "
                 f"model that reads it; got family {self.task.family!r}{self._law_note()}, "
                 f"model {self.model_name!r}; use prompts or auto")
+        self._check_finite_data(task, models)
         if self.optim.exact:
             self._check_exact(task, model_class)
-        self._check_finite_data(task, models)
         return self
 
     def _check_finite_data(self, task: TaskFamily, models: ModelRegistry | None) -> None:
@@ -197,6 +197,9 @@ class TrainConfig:
         if getattr(task, "task_pool", None) is not None and self.depth(models) is not None:
             raise ConfigError("tasks/task_pool apply to one-layer models only (the theory of "
                               "a pool is the one-layer LSA's); leave layers at 1")
+        if getattr(task, "task_pool", None) is not None and self.optim.exact:
+            raise ConfigError("exact does not apply to a task pool (its exact optimum is "
+                              "iclab theory --task-pool's); train with Adam")
         if self.optim.pretrain_prompts is not None and self.resolved_sampler(task) != "prompts":
             raise ConfigError(f"pretrain_prompts needs the prompts sampler (a fixed set of "
                               f"whole prompts); got sampler {self.resolved_sampler(task)!r}")

@@ -107,7 +107,9 @@ def with_pool(family: Any, tasks: int | None, task_pool: Any, seed: int) -> Any:
         raise ConfigError("give tasks (a pool drawn from the prior) or task_pool (a pool "
                           "file), not both")
     if not family.gaussian or getattr(family, "covariate_law", None) is not None:
+        got = (f"family {family.name!r}" if getattr(family, "covariate_law", None) is None
+               else "another covariate law or correlated contexts")
         raise ConfigError(f"tasks/task_pool apply only to --family linear-gaussian with "
-                          f"Gaussian independent covariates, not {family.name!r}")
+                          f"Gaussian independent covariates, not {got}")
     pool = draw_pool(tasks, family.sigma_w, seed) if tasks is not None else task_pool
     return PooledLinearGaussian(family, check_pool(pool, family.d))
