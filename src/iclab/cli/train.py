@@ -17,12 +17,13 @@ from iclab.models.registry import ModelRegistry
 from iclab.runs.folder import check_out_dir
 from iclab.runs.pipeline import run_training
 from iclab.tasks.covariance import load_covariance
+from iclab.tasks.pool import load_pool
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import field_infos
 
-COVARIANCES = ("cov_x", "cov_w", "context_covariance")
+COVARIANCES = ("cov_x", "cov_w", "context_covariance", "task_pool")
 """The matrix options, read from .npy files: cov_x, cov_w are (d, d), context_covariance is
-(n+1, n+1)."""
+(n+1, n+1), task_pool is (K, d) (``iclab.tasks.pool.load_pool``)."""
 
 
 def _row(result: dict[str, Any], key: str, label: str, fmt: str) -> tuple[str, str] | None:
@@ -68,6 +69,7 @@ def format_result(result: dict[str, Any], depth: int | None = None) -> str:
         if "layer_steps" in result:
             rows.append(("learned layer steps (sorted)",
                          ", ".join(f"{eta:.5f}" for eta in result["layer_steps"])))
+    rows += _pool_rows(result)
     rows += [
         ("test loss", f"{result['test_loss']:.5f} ± {result['test_loss_stderr']:.5f}"),
         ("optimal loss L*", f"{result['loss_star']:.5f}"),
@@ -84,6 +86,23 @@ def format_result(result: dict[str, Any], depth: int | None = None) -> str:
         if reason and result["verdict"] in ("undetermined", "not optimal"):
             lines.append(f"{'because':<{width}}  {reason}")
     return "\n".join(lines)
+
+
+def _pool_rows(result: dict[str, Any]) -> list[tuple[str, str] | None]:
+    """A pooled run's rows (docs/theory.md section 15): fresh tasks, the nuisance-free optimum,
+    the baselines; its test loss and L* are the pool's."""
+    if "test_loss_fresh" not in result:
+        return []
+    rows: list[tuple[str, str] | None] = [
+        ("test loss on fresh tasks", f"{result['test_loss_fresh']:.5f} ± "
+                                     f"{result['test_loss_fresh_stderr']:.5f}"),
+        _row(result, "loss_star_fresh", "L* weights on fresh tasks", ".5f"),
+        _row(result, "loss_star_nuisance_free", "nuisance-free optimum (pool)", ".5f"),
+        _row(result, "loss_local", "local minimum of the trained weights", ".5f")]
+    for name, baseline in (result.get("baselines") or {}).items():
+        rows.append((f"{name}: pool, fresh tasks",
+                     f"{baseline['loss_pool']:.5f}, {baseline['loss_fresh']:.5f}"))
+    return rows
 
 
 def _model_notes(registry: ModelRegistry) -> list[tuple[type, str]]:
@@ -124,7 +143,8 @@ def config_from_options(values: dict[str, Any], registry: ModelRegistry) -> Trai
         config.validate(models=registry)  # scalar options first, before any file is read
         sizes = {"cov_x": config.task.d, "cov_w": config.task.d,
                  "context_covariance": config.task.n + 1}
-        scalars.update({k: load_covariance(v, sizes[k]).tolist()
+        scalars.update({k: (load_pool(v, config.task.d) if k == "task_pool" else
+                            load_covariance(v, sizes[k])).tolist()
                         for k, v in covariances.items()})
         config = TrainConfig.from_json(scalars, registry)
     return config.validate(models=registry)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from iclab.tasks.covariate_laws import DEFAULT_LAW
+from iclab.tasks.pool.pool import MAX_POOL
 from iclab.utils.fields import REQUIRED, field_infos, setting
 
 SAMPLERS = ("auto", "statistics", "prompts")
@@ -43,6 +44,13 @@ class TaskConfig:
     context_covariance: list[list[float]] | None = setting(
         None, "Covariance R of a prompt's positions as an (n+1, n+1) .npy file, the query "
         "last (linear-gaussian, gaussian x_law).", omit_default=True)
+    tasks: int | None = setting(
+        None, "A pool of K tasks drawn once from the task law with the seed; every prompt's "
+        "task is one of them (linear-gaussian; saved as pool.npy) [default: fresh tasks].",
+        minimum=1, maximum=MAX_POOL, omit_default=True)
+    task_pool: list[list[float]] | None = setting(
+        None, "A (K, d) pool of tasks as a .npy file; every prompt's task is one of its rows "
+        "(linear-gaussian).", omit_default=True)
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,10 @@ class OptimConfig:
                                       "Adam step [default: no clipping; 1 for deep lsa].",
                                       minimum=0, strict=True, maximum=1e12,
                                       omit_default=True)
+    pretrain_prompts: int | None = setting(
+        None, "A fixed pretraining set of P whole prompts drawn once with the seed, each "
+        "step's batch taken from it [default: fresh prompts every step].", minimum=1,
+        maximum=100_000_000, omit_default=True)
 
 
 @dataclass(frozen=True)

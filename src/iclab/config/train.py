@@ -33,6 +33,7 @@ from iclab.models.probe import probe_plugins
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariate_laws import DEFAULT_LAW
+from iclab.tasks.pool import with_pool
 from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.batches import shared_statistics_kind
 from iclab.utils.errors import ConfigError
@@ -126,10 +127,12 @@ class TrainConfig:
             return None if value is None else np.asarray(value, dtype=np.float64)
 
         law = {} if t.x_law == DEFAULT_LAW else {"x_law": t.x_law}
-        return (families or FamilyRegistry()).make_family(
+        family = (families or FamilyRegistry()).make_family(
             t.family, t.d, t.n, float(t.sigma), t.width, matrix(t.cov_x), matrix(t.cov_w),
             **law, context_correlation=t.context_correlation,
             context_covariance=matrix(t.context_covariance))
+        pooled: TaskFamily = with_pool(family, t.tasks, t.task_pool, self.run.seed)
+        return pooled  # a pool of tasks: docs/theory.md section 15
 
     def model_class(self, models: ModelRegistry | None = None) -> type[Model]:
         """The registered class; it builds ``built_class()`` for these options."""
@@ -150,6 +153,8 @@ class TrainConfig:
             return "exact"
         if self.optim.sampler != "auto":
             return self.optim.sampler
+        if self.optim.pretrain_prompts is not None:
+            return "prompts"
         family = task or self.make_task()
         return "statistics" if supports_statistics(family, self.built_class()) else "prompts"
 
@@ -182,9 +187,22 @@ class TrainConfig:
                 f"(linear-gaussian with Gaussian independent covariates, anisotropic) and a "
                 f"model that reads it; got family {self.task.family!r}{self._law_note()}, "
                 f"model {self.model_name!r}; use prompts or auto")
+        self._check_finite_data(task, models)
         if self.optim.exact:
             self._check_exact(task, model_class)
         return self
+
+    def _check_finite_data(self, task: TaskFamily, models: ModelRegistry | None) -> None:
+        """A task pool needs a one-layer model; a fixed pretraining set, whole prompts."""
+        if getattr(task, "task_pool", None) is not None and self.depth(models) is not None:
+            raise ConfigError("tasks/task_pool apply to one-layer models only (the theory of "
+                              "a pool is the one-layer LSA's); leave layers at 1")
+        if getattr(task, "task_pool", None) is not None and self.optim.exact:
+            raise ConfigError("exact does not apply to a task pool (its exact optimum is "
+                              "iclab theory --task-pool's); train with Adam")
+        if self.optim.pretrain_prompts is not None and self.resolved_sampler(task) != "prompts":
+            raise ConfigError(f"pretrain_prompts needs the prompts sampler (a fixed set of "
+                              f"whole prompts); got sampler {self.resolved_sampler(task)!r}")
 
     def _law_note(self) -> str:
         """", x_law ..." / ", correlated contexts" where the linear family has them."""
@@ -199,8 +217,8 @@ class TrainConfig:
         width = max(getattr(self.model, "key_dim", None) or 0,
                     getattr(self.model, "value_dim", None) or 0, t.d + 1)
         per_prompt = (t.n + 1) * width * 4
-        largest = max(o.batch, min(self.run.eval_prompts, 4_000_000 // ((t.n + 1) * (t.d + 1))
-                                   or 1))
+        largest = max(o.batch, o.pretrain_prompts or 0,
+                      min(self.run.eval_prompts, 4_000_000 // ((t.n + 1) * (t.d + 1)) or 1))
         if per_prompt * largest > MEMORY_LIMIT_BYTES or width * width * 8 > MEMORY_LIMIT_BYTES:
             raise ConfigError(
                 f"d={t.d}, n={t.n}, batch={o.batch} and width {width} need about "

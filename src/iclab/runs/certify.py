@@ -20,6 +20,10 @@ def certify_run(
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**62:
         raise ConfigError(f"--seed must be an integer from 0 to 2**62, got {seed!r}")
     config, result = read_finished_run(Path(run_dir))
+    if config.task.tasks is not None or config.task.task_pool is not None:
+        raise ConfigError("iclab certify's span bound is not attained by a one-layer LSA on a "
+                          "task pool (docs/theory.md section 15); the run's result.json "
+                          "compares it with the pool's exact optimum, loss_star")
     query_cubic = bool(getattr(config.model, "attend_query", False))
     if config.task.d > MAX_D:
         raise ConfigError(f"the span optimum is limited to d <= {MAX_D}; the run has "

@@ -46,6 +46,9 @@ def run_training(
     task = config.make_task(families)
     if prepare_run_dir(config, path, restart):
         return read_result(path, config=config)
+    pool = getattr(task, "task_pool", None)
+    if pool is not None:  # the tasks of a pooled run, beside its config
+        RunFolder(path).write_pool(pool)
     started, cpu_started = time.perf_counter(), time.process_time()
     plugins = _uses_plugins(config)
     try:

@@ -66,7 +66,7 @@ def shift_run(run_dir: str | Path, kind: str, values_text: str,
     task = config.make_task()
     if not task.gaussian:
         raise ConfigError(f"{run_dir}: iclab shift needs a run on a linear Gaussian family "
-                          f"(linear-gaussian, anisotropic), not {config.task.family!r}")
+                          f"(linear-gaussian, anisotropic), not {task.name!r}")
     out_dir = check_out_dir(out if out is not None else Path(run_dir) / f"shift-{kind}")
     model = load_trained_model(Path(run_dir), config, result=result)
     gamma_star = np.asarray(result["gamma_star"], dtype=np.float64)

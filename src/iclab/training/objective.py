@@ -18,7 +18,7 @@ import torch
 
 from iclab.models.base import Model
 from iclab.tasks.base import TaskFamily
-from iclab.utils.batches import STATISTICS_SAMPLERS, shared_statistics_kind
+from iclab.utils.batches import STATISTICS_SAMPLERS, Prompts, shared_statistics_kind
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
 
@@ -49,9 +49,13 @@ def make_objective(
     batch: int,
     seed: int,
     device: torch.device,
+    pretrain_prompts: int | None = None,
 ) -> Objective:
     """The loss of ``model`` at step s: on a fresh batch drawn with the "statistics" or "prompts"
-    sampler, or, with "exact", the exact population loss (no sampling; ``batch`` is unused)."""
+    sampler, or, with "exact", the exact population loss (no sampling; ``batch`` is unused).
+    ``pretrain_prompts`` = P (prompts sampler): a fixed set of P prompts drawn once from the
+    "pretrain" stream; each step takes ``batch`` of them without replacement (all of them when
+    batch >= P)."""
     if sampler == "statistics":
         kind = shared_statistics_kind(task, model)
         if kind is None:
@@ -65,9 +69,13 @@ def make_objective(
 
         return statistics_loss
     if sampler == "prompts":
+        fixed = None if pretrain_prompts is None else task.sample_prompts(
+            pretrain_prompts, make_generator(seed, "pretrain", 0, device))
 
         def prompts_loss(step: int) -> torch.Tensor:
-            prompts = task.sample_prompts(batch, make_generator(seed, "train", step, device))
+            generator = make_generator(seed, "train", step, device)
+            prompts = task.sample_prompts(batch, generator) if fixed is None else \
+                _subset(fixed, batch, generator)
             yhat: torch.Tensor = model(prompts.X, prompts.y, prompts.x_q)
             return (yhat - prompts.y_q).square().mean()
 
@@ -82,3 +90,13 @@ def make_objective(
 
         return exact_loss
     raise ConfigError(f"unknown sampler {sampler!r}; allowed: statistics, prompts, exact")
+
+
+def _subset(prompts: Prompts, batch: int, generator: torch.Generator) -> Prompts:
+    """``batch`` of ``prompts`` drawn without replacement (all of them when there are no more)."""
+    total = prompts.X.shape[0]
+    if batch >= total:
+        return prompts
+    index = torch.randperm(total, generator=generator, device=generator.device)[:batch]
+    return Prompts(X=prompts.X[index], y=prompts.y[index], x_q=prompts.x_q[index],
+                   y_q=prompts.y_q[index])

@@ -5,6 +5,7 @@
     checkpoint.safetensors   the resumable state (iclab.training.checkpoint)
     model.safetensors        the trained weights; metadata "iclab": {"config", "checksum"}
     result.json              the numbers and the verdict, written atomically and last
+    pool.npy                 a run with a task pool (--tasks, --task-pool): its (K, d) tasks
 
 Every writer in iclab (the trainer, ``iclab.runs``, the sweep's executors) names these files
 through this module only. Files are written atomically (``iclab.utils.io``): a reader sees the old
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
@@ -39,6 +41,9 @@ from iclab.utils.io import atomic_write, atomic_write_json, read_json
 
 CONFIG, METRICS, RESULT = "config.json", "metrics.jsonl", "result.json"
 CHECKPOINT, MODEL = "checkpoint.safetensors", "model.safetensors"
+POOL = "pool.npy"
+"""A pooled run's tasks, (K, d) float64 (written before training; the config holds them or
+the seed they are drawn from)."""
 RUN_FILES = (CONFIG, METRICS, CHECKPOINT, MODEL, RESULT)
 RESUME_FILES = (CONFIG, METRICS, CHECKPOINT)
 """What an unfinished run resumes from: its config, its metrics so far, its last checkpoint."""
@@ -142,6 +147,15 @@ class RunFolder:
 
     def write_config(self, config_json: dict[str, Any]) -> None:
         atomic_write_json(self.config, config_json)
+
+    def write_pool(self, pool: np.ndarray) -> None:
+        """pool.npy: the run's (K, d) task pool, float64, written atomically."""
+
+        def write(tmp: Path) -> None:
+            with tmp.open("wb") as file:
+                np.save(file, np.asarray(pool, dtype=np.float64), allow_pickle=False)
+
+        atomic_write(self.path / POOL, write)
 
     def read_result(self, keys: tuple[str, ...] = SHOWN_KEYS,
                     config_hash: str | None = None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
+from iclab.cli.theory.pool import pool_theory
 from iclab.cli.theory.shift import format_shift_rows, shift_rows_json
 from iclab.config.sections import RunConfig, TaskConfig
 from iclab.config.train import TrainConfig
@@ -145,6 +146,8 @@ def theory_command(
     _check_numbers({"seed": seed, "layers": layers, "preconditioned": preconditioned,
                     "bayes_prompts": bayes_prompts, "precision": precision, "shift": shift,
                     "values": values})
+    if task_options.get("task_pool") is not None or task_options.get("tasks") is not None:
+        return pool_theory(task_options, seed, as_json)  # a finite pool: docs/theory.md s. 15
     shift_values = None if shift is None else parse_values(check_kind(shift), str(values))
     given = {key: value for key, value in task_options.items() if value is not None}
     config, task = task_of(given, registries.families)

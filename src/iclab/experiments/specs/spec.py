@@ -19,6 +19,7 @@ Schema (every key but ``groups`` is optional)::
     cov_x = "S"                       # covariance expression; never an axis
     x_law = ["gaussian", "uniform"]   # the linear family's covariate law (an axis here)
     context_covariance = "R"          # (n+1, n+1) expression, like cov_x; never an axis
+    task_pool = [[1.0, 0.5]]          # a (K, d) task pool (linear-gaussian); never an axis
     [[claims]]                        # a verdict computed from a group's results
     section = "Theorem 1"
     kind = "eta"                      # see iclab.experiments.claims.theorems
@@ -178,6 +179,7 @@ def _expand_group(
     settings = {**defaults, **{k: v for k, v in raw.items() if k not in ("name", "seeds")}}
     covariances = {f: resolve_covariance(settings.pop(f, None), named, f"{where}: {f}")
                    for f in _COVARIANCE_FIELDS}
+    pool = settings.pop("task_pool", None)  # a (K, d) nested list; never an axis
     axes = [k for k, v in settings.items() if isinstance(v, list)]
     for axis in axes:
         if not settings[axis] or len(set(map(repr, settings[axis]))) != len(settings[axis]):
@@ -192,6 +194,8 @@ def _expand_group(
             data = {**settings, **dict(zip(axes, values, strict=True)), "seed": seed}
             for f, (matrix, _) in covariances.items():
                 data[f] = None if matrix is None else matrix.tolist()
+            if pool is not None:
+                data["task_pool"] = pool
             try:
                 config = TrainConfig.from_json(data, models).validate(models=models)
             except (ConfigError, TypeError) as error:

@@ -1,0 +1,77 @@
+"""``iclab theory --task-pool FILE.npy`` (or ``--tasks K``): the optimal one-layer LSA of a
+finite task pool, nuisance terms included, beside the nuisance-free optimum
+(``iclab.theory.pool``, docs/theory.md section 15)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+import numpy as np
+import torch
+
+from iclab.cli.options import flag_name
+from iclab.config.sections import TaskConfig
+from iclab.tasks.covariance import covariance_or_identity, load_covariance
+from iclab.tasks.pool import draw_pool, load_pool
+from iclab.theory.pool import PoolLoss, pool_optimum
+from iclab.theory.population import PopulationLoss
+from iclab.utils.errors import ConfigError
+from iclab.utils.fields import check_value, coerce, field_infos
+
+OTHERS = ("family", "width", "x_law", "context_correlation", "context_covariance")
+"""Task options a pool does not take (its family is linear-gaussian with Gaussian x)."""
+
+
+def pool_theory(given: dict[str, Any], seed: int, as_json: bool) -> None:
+    """Print the pool's optimum: loss_star, loss_star_nuisance_free, loss_star_fresh (the
+    optimum's exact loss on fresh tasks w ~ N(0, Sigma_w)), Gamma, u, M and the nuisance
+    parts u_x, m_y, u_y; the inputs; the search's starts."""
+    infos = field_infos(TaskConfig)
+    given = {key: value for key, value in given.items() if value is not None}
+    for name in ("d", "n"):
+        if name not in given:
+            raise ConfigError(f"{flag_name(name)} is required")
+    for name in ("d", "n", "sigma", "tasks"):
+        if name in given:
+            check_value(name, coerce(given[name], infos[name][1]), infos[name][1])
+    extra = [flag_name(key) for key in OTHERS if key in given and
+             given[key] != getattr(TaskConfig, key, None)]
+    if extra:
+        raise ConfigError(f"{', '.join(extra)} do not apply to a task pool (linear-gaussian "
+                          f"tasks with Gaussian x)")
+    if "tasks" in given and "task_pool" in given:
+        raise ConfigError("give --tasks or --task-pool, not both")
+    d, n, sigma = int(given["d"]), int(given["n"]), float(given.get("sigma", 0.0))
+    cov = {key: covariance_or_identity(load_covariance(given[key], d) if key in given
+                                       else None, d) for key in ("cov_x", "cov_w")}
+    pool = load_pool(given["task_pool"], d) if "task_pool" in given else \
+        draw_pool(int(given["tasks"]), cov["cov_w"], seed)
+    optimum = pool_optimum(PoolLoss(pool, n, sigma, cov["cov_x"]), seed=seed)
+    fresh = PopulationLoss(n, sigma, torch.as_tensor(cov["cov_x"]),
+                           torch.as_tensor(cov["cov_w"]))
+    record: dict[str, Any] = {"d": d, "n": n, "sigma": sigma, "tasks": len(pool),
+                              **optimum.to_json(),
+                              "loss_star_fresh": float(fresh(torch.as_tensor(optimum.u),
+                                                             torch.as_tensor(optimum.M)))}
+    if as_json:
+        click.echo(json.dumps(record, allow_nan=False))
+        return
+    rows = [("d, n, sigma, tasks K", f"{d}, {n}, {sigma:g}, {len(pool)}"),
+            ("optimal LSA loss on the pool", f"{optimum.loss:.6g}"),
+            ("nuisance-free optimum's loss", f"{optimum.loss_nuisance_free:.6g}"),
+            ("the optimum's loss on fresh tasks", f"{record['loss_star_fresh']:.6g}"),
+            ("u_x (nuisance)", _vector(optimum.nuisance["u_x"])),
+            ("m_y (nuisance)", _vector(optimum.nuisance["m_y"])),
+            ("u_y", f"{optimum.u[-1]:.6g}"),
+            ("search: starts at the best", f"{optimum.starts_at_best} of {optimum.starts}")]
+    width = max(len(name) for name, _ in rows)
+    lines = [f"{name:<{width}}  {value}" for name, value in rows]
+    lines.append("Gamma = u_y M_x^T + m_y u_x^T =")
+    lines.extend("  " + "  ".join(f"{entry: .6f}" for entry in row) for row in optimum.gamma)
+    click.echo("\n".join(lines))
+
+
+def _vector(values: np.ndarray) -> str:
+    return ", ".join(f"{value:.6g}" for value in values)
