@@ -20,8 +20,8 @@ from iclab.utils.errors import ConfigError
 def mp_integral(f, ratio: float, nodes: int = 4001) -> float:  # type: ignore[no-untyped-def]
     """int f(t) dF(t) for the Marchenko-Pastur law of ``ratio`` (unit variance): the density
     sqrt((b - t)(t - a))/(2 pi ratio t) on [a, b] = [(1 -+ sqrt(ratio))^2] (the substitution
-    t = c + r cos(theta) makes the integrand smooth; the midpoint rule in theta) plus the atom 1 - 1/ratio at 0 when
-    ratio > 1."""
+    t = c + r cos(theta) makes the integrand smooth; the midpoint rule in theta) plus the
+    atom 1 - 1/ratio at 0 when ratio > 1."""
     a, b = (1 - math.sqrt(ratio)) ** 2, (1 + math.sqrt(ratio)) ** 2
     theta = (np.arange(nodes) + 0.5) * math.pi / nodes  # midpoint rule: smooth, periodic
     t = (a + b) / 2 + (b - a) / 2 * np.cos(theta)
