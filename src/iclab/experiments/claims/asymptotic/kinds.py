@@ -104,8 +104,9 @@ class LuAsymptoticClaim(ClaimKind):
         "points": ClaimParameter("convergence: [tau, alpha, kappa, rho, lam] lists", _points),
         "dims": ClaimParameter("convergence: the dimensions d, increasing",
                                number_list(2, 4), (20, 40)),
-        "repeats": ClaimParameter("pretraining sets per simulation (convergence: a list, one "
-                                  "per d)", lambda v: v, 2),
+        "repeats": ClaimParameter("pretraining sets per simulation (convergence: or a list, "
+                                  "one per d in order, cut to the length of dims)",
+                                  lambda v: v, 2),
         "taus": ClaimParameter("double-descent: the tau grid", number_list(3, 20)),
         "kappas": ClaimParameter("kappa-transition: the kappa grid", number_list(2, 20)),
         "tau": ClaimParameter("kappa-transition: tau", _number(1e-3, 1e3), 2.0),
@@ -130,7 +131,7 @@ class LuAsymptoticClaim(ClaimKind):
 
     def _repeats(self, spec: ClaimSpec, count: int) -> list[int]:
         raw = spec.parameters["repeats"]
-        values = [raw] * count if isinstance(raw, int) else list(raw)
+        values = [raw] * count if isinstance(raw, int) else list(raw)[:count]
         if len(values) != count or not all(isinstance(v, int) and 1 <= v <= 64 for v in values):
             raise ConfigError(f"lu-asymptotic: repeats must be an integer from 1 to 64 or a "
                               f"list of {count} of them, got {raw!r}")
