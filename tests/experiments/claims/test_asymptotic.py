@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-from iclab.experiments.claims.kind import ClaimContext
+from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
+from iclab.experiments.claims.probe import probe_claim_kinds
 from iclab.experiments.claims.registry import evaluate_claims
 from iclab.experiments.registries import Registries
 from iclab.experiments.report.section_times import section_seconds
 from iclab.experiments.report.write import make_figures
+from iclab.experiments.specs.claim_spec import ClaimSpec
+from iclab.experiments.specs.results import Site
 from iclab.experiments.specs.spec import Spec, builtin_spec, parse_spec
 from iclab.theory.asymptotic.formulas import ridgeless_e_icl
 from iclab.theory.asymptotic.simulation import simulate
@@ -91,3 +94,27 @@ def test_builtin_specs_state_the_asymptotic_claims() -> None:
         (convergence,) = [c for c in claims if c.options["measure"] == "convergence"]
         assert tuple(convergence.parameters["dims"]) == dims
         assert any(math.isinf(p[2]) for p in convergence.parameters["points"])
+
+
+class Constant(ClaimKind):
+    """A user's kind without runs."""
+
+    name = "constant"
+    needs_runs = False
+    statements: ClassVar[dict[str, str]] = {"": "two is more than one"}
+
+    def check(self, spec: ClaimSpec, group_sites: list[Site],
+              context: ClaimContext) -> list[Claim]:
+        assert group_sites == []
+        return [Claim("two is more than one", True, "2 vs 1", 2.0, 1.0, spec.tolerance,
+                      spec.section, spec.group, "", "", spec.source)]
+
+
+def test_a_users_kind_without_runs_is_probed_and_checked() -> None:
+    registries = Registries()
+    registries.claims.register(Constant())
+    spec = parse_spec({"groups": [GROUP], "claims": [
+        {"section": "Mine", "kind": "constant", "tolerance": 1}]}, "t.toml", registries)
+    probe_claim_kinds(spec, registries.claims)
+    (claim,) = evaluate_claims(spec, {}, registries.claims)
+    assert claim.holds and claim.group == ""
