@@ -71,7 +71,7 @@ def test_a_kind_with_runs_still_needs_its_group() -> None:
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"points": [[0.5, 1.0, 2.0, 0.1, 0.5]]}, "no closed form"),
+    ({"points": [[0.5, 1.0, 2.0, 0.1, 0.0], [1.0, 1.0, 2.0, 0.1, 0.0]]}, "diverges"),
     ({"points": [[0.5, 1.0]]}, "points must be a list"),
     ({"points": [[-0.5, 1.0, 2.0, 0.1, 0.0]]}, "must be a number"),
     ({"dims": [20]}, "dims must be a list"),

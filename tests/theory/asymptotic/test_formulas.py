@@ -9,8 +9,9 @@ import math
 import numpy as np
 import pytest
 
+from iclab.theory.asymptotic.deterministic import ridge_errors
+from iclab.theory.asymptotic.errors import asymptotic_errors
 from iclab.theory.asymptotic.formulas import (
-    asymptotic_errors,
     infinite_diversity_error,
     ridgeless_e_icl,
 )
@@ -101,10 +102,54 @@ def test_asymptotic_errors_cases() -> None:
     both = asymptotic_errors(2.0, 1.0, math.inf, 0.1, 0.3)
     assert both.e_icl == both.e_idg == infinite_diversity_error(2.0, 1.0, 0.1, 0.3)
     ridgeless = asymptotic_errors(2.0, 1.0, 0.5, 0.1, 0.0)
-    assert ridgeless.e_icl == ridgeless_e_icl(2.0, 1.0, 0.5, 0.1) and ridgeless.e_idg is None
-    missing = asymptotic_errors(2.0, 1.0, 0.5, 0.1, 0.3)
-    assert missing.e_icl is None and missing.e_idg is None
+    assert ridgeless.e_icl == ridgeless_e_icl(2.0, 1.0, 0.5, 0.1)
+    assert 0 < ridgeless.e_idg < ridgeless.e_icl
     with pytest.raises(ConfigError, match="diverges"):
         asymptotic_errors(1.0, 1.0, 0.5, 0.1, 0.0)
     with pytest.raises(ConfigError, match="--alpha"):
         asymptotic_errors(1.0, 0.0, 0.5, 0.1, 0.0)
+
+
+@pytest.mark.parametrize("kappa", [0.1, 0.25, 0.5, 1.0, 2.0, 8.0, 100.0])
+@pytest.mark.parametrize("tau", [0.2, 0.5, 0.9, 1.1, 2.0, 10.0])
+def test_deterministic_equivalent_reproduces_result_1(kappa: float, tau: float) -> None:
+    """The deterministic equivalent (section 16.5, derived without Result 1) at lam = 1e-12
+    is the paper's closed form at every kappa, both sides of tau = 1, to 1e-9 relative."""
+    e_icl, _ = ridge_errors(tau, 1.0, kappa, 0.1, 1e-12)
+    assert e_icl == pytest.approx(ridgeless_e_icl(tau, 1.0, kappa, 0.1), rel=1e-9)
+
+
+@pytest.mark.parametrize("tau, alpha, rho, lam", [
+    (0.5, 1.0, 0.1, 0.5), (2.0, 0.5, 0.0, 0.05), (1.0, 1.0, 0.25, 0.1)])
+def test_deterministic_equivalent_at_infinite_diversity(tau: float, alpha: float, rho: float,
+                                                        lam: float) -> None:
+    """kappa = inf: both errors are the isotropic ridge risk of section 16.3."""
+    e_icl, e_idg = ridge_errors(tau, alpha, math.inf, rho, lam)
+    expected = ridge_risk_by_integral(tau, alpha, rho, lam)
+    assert e_icl == pytest.approx(expected, rel=1e-6) and e_idg == pytest.approx(expected,
+                                                                                 rel=1e-6)
+
+
+@pytest.mark.parametrize("kappa", [0.25, 1.0, 4.0])
+@pytest.mark.parametrize("lam", [0.0, 0.3])
+def test_deterministic_equivalent_at_infinite_tau(kappa: float, lam: float) -> None:
+    """tau -> inf: the fit is the population ridge fit to the pool, minimising
+    tr((I - G) R (I - G)^T) + (x* + lam) ||G||^2 (the penalty (n/d) lam grows with n like the
+    loss): G = R (R + z)^-1 with z = x* + lam. Per eigenvalue t of R its pool error is
+    (z^2 t + x* t^2)/(t + z)^2 and its fresh-task error (z^2 + x* t^2)/(t + z)^2, plus rho."""
+    x, z = 1.1, 1.1 + lam
+    e_icl, e_idg = ridge_errors(1e9, 1.0, kappa, 0.1, lam)
+    assert e_idg == pytest.approx(
+        0.1 + mp_integral(lambda t: (z * z * t + x * t * t) / (t + z) ** 2, 1 / kappa),
+        rel=1e-6)
+    assert e_icl == pytest.approx(
+        0.1 + mp_integral(lambda t: (z * z + x * t * t) / (t + z) ** 2, 1 / kappa), rel=1e-6)
+
+
+def test_ridge_helps_at_the_peak_and_idg_is_below_icl() -> None:
+    """At tau = 1 a penalty keeps both errors finite; the pool's error is below the fresh
+    tasks' (the fit has seen the pool)."""
+    for kappa in (0.5, 2.0):
+        e_icl, e_idg = ridge_errors(1.0, 1.0, kappa, 0.1, 0.1)
+        assert math.isfinite(e_icl) and 0 < e_idg < e_icl < ridgeless_e_icl(0.99, 1.0, kappa,
+                                                                             0.1)

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from iclab.theory.asymptotic.formulas import AsymptoticErrors, asymptotic_errors
+from iclab.theory.asymptotic.errors import AsymptoticErrors, asymptotic_errors
 from iclab.theory.asymptotic.simulation import SimulatedErrors, simulate
 from iclab.utils.errors import ConfigError
 
@@ -55,15 +55,12 @@ def _kappa(raw: str | None) -> float:
 
 def format_errors(errors: AsymptoticErrors, simulated: SimulatedErrors | None) -> str:
     """A few readable lines: the inputs, the asymptotic errors, the simulation."""
-    def show(value: float | None) -> str:
-        return "- (no closed form here)" if value is None else f"{value:.6g}"
-
     kappa = "inf" if math.isinf(errors.kappa) else f"{errors.kappa:g}"
     lines = [f"tau, alpha, kappa, rho, lam  {errors.tau:g}, {errors.alpha:g}, {kappa}, "
              f"{errors.rho:g}, {errors.lam:g}",
              f"method                       {errors.method}",
-             f"e_ICL (d -> inf)             {show(errors.e_icl)}",
-             f"e_IDG (d -> inf)             {show(errors.e_idg)}"]
+             f"e_ICL (d -> inf)             {errors.e_icl:.6g}",
+             f"e_IDG (d -> inf)             {errors.e_idg:.6g}"]
     if simulated is not None:
         lines += [f"simulated at d = {simulated.d} (n = {simulated.n}, k = "
                   f"{simulated.k or 'fresh'}, N = {simulated.context}, {simulated.repeats} "

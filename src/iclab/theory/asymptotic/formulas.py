@@ -16,44 +16,19 @@ What is computed exactly here:
   ``infinite_diversity_error`` (section 16.3, derived here, not in the paper; it agrees
   with Result 1 at kappa = inf).
 
-Finite kappa with lambda > 0, and e_IDG at finite kappa, have no closed form here (the paper
-gives them through its general deterministic equivalent); ``asymptotic_errors`` returns None
-for them and the finite-d simulation (``iclab.theory.asymptotic.simulation``) measures them.
+Finite kappa with lambda > 0, and e_IDG at finite kappa: ``iclab.theory.asymptotic.
+deterministic`` (a deterministic equivalent derived in section 16.5); ``iclab.theory.
+asymptotic.errors`` picks among them.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
 
 from iclab.utils.errors import ConfigError
 
-RIDGELESS = "ridgeless closed form (Lu et al., Result 1)"
-INFINITE_DIVERSITY = "kappa = inf: isotropic ridge (Marchenko-Pastur), e_ICL = e_IDG"
 MAX_VALUE = 1e6
 """The largest tau, alpha, rho, lambda and finite kappa accepted."""
-
-
-@dataclass(frozen=True)
-class AsymptoticErrors:
-    """The d -> infinity test errors at (tau, alpha, kappa, rho, lam); ``e_icl`` or ``e_idg``
-    is None where no closed form is implemented (``method`` says which one applies)."""
-
-    tau: float
-    alpha: float
-    kappa: float
-    rho: float
-    lam: float
-    e_icl: float | None
-    e_idg: float | None
-    method: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"tau": self.tau, "alpha": self.alpha,
-                "kappa": "inf" if math.isinf(self.kappa) else self.kappa, "rho": self.rho,
-                "lam": self.lam, "e_icl": self.e_icl, "e_idg": self.e_idg,
-                "method": self.method}
 
 
 def check_inputs(tau: float, alpha: float, kappa: float, rho: float, lam: float) -> None:
@@ -133,22 +108,3 @@ def infinite_diversity_error(tau: float, alpha: float, rho: float, lam: float) -
     lam_m, root = mp_resolvent(gamma, scaled)
     bias = (scaled + (gamma - 1.0) * lam_m) / root
     return noise + signal * bias + noise * gamma * (1.0 - lam_m) / root
-
-
-def asymptotic_errors(tau: float, alpha: float, kappa: float, rho: float,
-                      lam: float) -> AsymptoticErrors:
-    """The asymptotic e_ICL and e_IDG at (tau, alpha, kappa, rho, lam) where a closed form
-    applies (checked inputs; ConfigError at lam = 0, tau = 1, where both diverge)."""
-    check_inputs(tau, alpha, kappa, rho, lam)
-    if lam == 0.0 and tau == 1.0:
-        raise ConfigError("--tau 1 with --lam 0: the ridgeless error diverges at tau = 1 "
-                          "(the double-descent peak); give --lam > 0 or another --tau")
-    if math.isinf(kappa):
-        value = infinite_diversity_error(tau, alpha, rho, lam)
-        return AsymptoticErrors(tau, alpha, kappa, rho, lam, value, value,
-                                RIDGELESS if lam == 0.0 else INFINITE_DIVERSITY)
-    if lam == 0.0:
-        return AsymptoticErrors(tau, alpha, kappa, rho, lam,
-                                ridgeless_e_icl(tau, alpha, kappa, rho), None, RIDGELESS)
-    return AsymptoticErrors(tau, alpha, kappa, rho, lam, None, None,
-                            "none: finite kappa with lam > 0 (use the finite-d simulation)")
