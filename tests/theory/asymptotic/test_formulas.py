@@ -113,7 +113,7 @@ def test_asymptotic_errors_cases() -> None:
 @pytest.mark.parametrize("kappa", [0.1, 0.25, 0.5, 1.0, 2.0, 8.0, 100.0])
 @pytest.mark.parametrize("tau", [0.2, 0.5, 0.9, 1.1, 2.0, 10.0])
 def test_deterministic_equivalent_reproduces_result_1(kappa: float, tau: float) -> None:
-    """The deterministic equivalent (section 16.5, derived without Result 1) at lam = 1e-12
+    """The deterministic equivalent (section 16.4, derived without Result 1) at lam = 1e-12
     is the paper's closed form at every kappa, both sides of tau = 1, to 1e-9 relative."""
     e_icl, _ = ridge_errors(tau, 1.0, kappa, 0.1, 1e-12)
     assert e_icl == pytest.approx(ridgeless_e_icl(tau, 1.0, kappa, 0.1), rel=1e-9)

@@ -1,4 +1,4 @@
-"""The finite-d ridge-fitted reduced linear attention (docs/theory.md section 16.4): the fit
+"""The finite-d ridge-fitted reduced linear attention (docs/theory.md section 16.5): the fit
 against a plain least-squares solve on explicit features, seeded determinism, and the
 measured errors converging to the asymptotic ones as d grows."""
 

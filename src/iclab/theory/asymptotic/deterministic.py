@@ -1,5 +1,5 @@
 """e_ICL and e_IDG at any (tau, alpha, kappa, rho, lambda) from a deterministic equivalent of
-the ridge fit (docs/theory.md section 16.5, derived there; at lambda -> 0 it reproduces Lu et
+the ridge fit (docs/theory.md section 16.4, derived there; at lambda -> 0 it reproduces Lu et
 al.'s Result 1 at every kappa, at kappa = inf the isotropic ridge risk of section 16.3).
 
 With R = W^T W / k the pool's second moment (Marchenko-Pastur, ratio 1/kappa), x* = (1 +

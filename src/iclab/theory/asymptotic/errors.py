@@ -17,9 +17,9 @@ from iclab.theory.asymptotic.formulas import (
 from iclab.utils.errors import ConfigError
 
 RIDGELESS = ("e_ICL: Result 1 (Lu et al., lam -> 0); e_IDG: the deterministic equivalent "
-             "(docs/theory.md section 16.5)")
+             "(docs/theory.md section 16.4)")
 INFINITE_DIVERSITY = "kappa = inf: isotropic ridge (Marchenko-Pastur), e_ICL = e_IDG"
-DETERMINISTIC = "deterministic equivalent (docs/theory.md section 16.5)"
+DETERMINISTIC = "deterministic equivalent (docs/theory.md section 16.4)"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ What is computed exactly here:
   with Result 1 at kappa = inf).
 
 Finite kappa with lambda > 0, and e_IDG at finite kappa: ``iclab.theory.asymptotic.
-deterministic`` (a deterministic equivalent derived in section 16.5); ``iclab.theory.
+deterministic`` (a deterministic equivalent derived in section 16.4); ``iclab.theory.
 asymptotic.errors`` picks among them.
 """
 

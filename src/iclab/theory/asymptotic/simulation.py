@@ -1,4 +1,4 @@
-"""The finite-d counterpart of Lu et al.'s asymptotics (docs/theory.md section 16.4): the
+"""The finite-d counterpart of Lu et al.'s asymptotics (docs/theory.md section 16.5): the
 reduced linear attention Gamma (d x (d+1)) fitted by ridge regression on n = round(tau d^2)
 pretraining prompts whose tasks come from a pool of k = round(kappa d) tasks drawn once
 (kappa = inf: a fresh task per prompt), context length N = round(alpha d); e_ICL and e_IDG

@@ -1,7 +1,8 @@
 """The figure of the ``lu-asymptotic`` claims: one panel per claim. Double descent: Result 1
-(lam -> 0) against tau with the simulated e_ICL and e_IDG; the kappa transition: Result 1's
-e_ICL against kappa with the simulated e_ICL and e_IDG; convergence: the gap |theory -
-simulation| against d (log-log, with standard errors and a 1/d guide)."""
+(lam -> 0) and the asymptotic e_ICL, e_IDG at the claim's lam against tau, with the simulated
+ones; the kappa transition: the asymptotic e_ICL and e_IDG against kappa with the simulated
+ones; convergence: the gap |theory - simulation| against d (log-log, with standard errors and
+a 1/d guide)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from matplotlib.figure import Figure
 from iclab.experiments.figures.figure_file import FigureFile, section_file_name
 from iclab.experiments.figures.plots import save
 from iclab.experiments.specs.claim_spec import ClaimSpec
+from iclab.theory.asymptotic.errors import asymptotic_errors
 from iclab.theory.asymptotic.formulas import ridgeless_e_icl
 
 
@@ -25,14 +27,25 @@ def _errors(axes: Any, x: list[float], sims: list[Any]) -> None:
                   color="C1", mfc="none", label=f"simulated e_IDG (d={sims[0].d})")
 
 
+def _theory(axes: Any, x: np.ndarray, points: list[tuple[float, ...]]) -> None:
+    """The asymptotic e_ICL and e_IDG along ``points`` (lines; the claim's lam)."""
+    errors = [asymptotic_errors(*point) for point in points]
+    axes.plot(x, [e.e_icl for e in errors], color="C0", label="asymptotic e_ICL")
+    axes.plot(x, [e.e_idg for e in errors], color="C1", ls="--", label="asymptotic e_IDG")
+
+
 def _double_descent(axes: Any, spec: ClaimSpec, data: dict[str, Any]) -> None:
     p, grid = spec.parameters, data["grid"]
-    fine = np.linspace(min(grid), max(grid), 400)
+    fine = np.linspace(min(grid), max(grid), 300)
     fine = fine[np.abs(fine - 1.0) > 0.01]
-    theory = [ridgeless_e_icl(float(t), p["alpha"], p["kappa"], p["rho"]) for t in fine]
+    theory = np.asarray([ridgeless_e_icl(float(t), p["alpha"], p["kappa"], p["rho"])
+                         for t in fine])
     for side in (fine < 1, fine > 1):
-        axes.plot(fine[side], np.asarray(theory)[side], color="k",
+        axes.plot(fine[side], theory[side], color="k", lw=0.8,
                   label="Result 1, e_ICL (lam -> 0)" if side[0] else None)
+    if p["lam"] > 0:
+        _theory(axes, fine, [(float(t), p["alpha"], p["kappa"], p["rho"], p["lam"])
+                             for t in fine])
     _errors(axes, grid, data["sims"])
     top = max(s.e_icl for s in data["sims"])
     axes.set_ylim(0, 1.5 * top)
@@ -43,15 +56,13 @@ def _double_descent(axes: Any, spec: ClaimSpec, data: dict[str, Any]) -> None:
 def _kappa(axes: Any, spec: ClaimSpec, data: dict[str, Any]) -> None:
     p, grid = spec.parameters, data["grid"]
     fine = np.geomspace(min(grid), max(grid), 200)
-    if p["lam"] == 0.0 and p["tau"] != 1.0:
-        axes.plot(fine, [ridgeless_e_icl(p["tau"], p["alpha"], float(k), p["rho"])
-                         for k in fine], color="k", label="Result 1, e_ICL")
-        axes.axhline(ridgeless_e_icl(p["tau"], p["alpha"], math.inf, p["rho"]), color="k",
-                     ls=":", label="kappa = inf (e_ICL = e_IDG)")
+    _theory(axes, fine, [(p["tau"], p["alpha"], float(k), p["rho"], p["lam"]) for k in fine])
+    axes.axhline(asymptotic_errors(p["tau"], p["alpha"], math.inf, p["rho"], p["lam"]).e_icl,
+                 color="k", ls=":", lw=0.8, label="kappa = inf (e_ICL = e_IDG)")
     _errors(axes, grid, data["sims"])
     axes.set_xscale("log")
     axes.set_xlabel("kappa = k / d")
-    axes.set_title(f"task diversity (tau={p['tau']:g})")
+    axes.set_title(f"task diversity (tau={p['tau']:g}, lam={p['lam']:g})")
 
 
 def _convergence(axes: Any, data: dict[str, Any]) -> None:
