@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
+from iclab.cli.theory.asymptotic import asymptotic_mode, asymptotic_options
 from iclab.cli.theory.pool import pool_theory
 from iclab.cli.theory.shift import format_shift_rows, shift_rows_json
 from iclab.config.sections import RunConfig, TaskConfig
@@ -143,6 +144,8 @@ def theory_command(
     value, lsa_loss (the exact loss of this optimal LSA under the shifted test law),
     bayes_loss, bayes_loss_stderr (the Bayes risk of the test law) and ratio.
     """
+    if asymptotic_mode(task_options, seed, as_json):  # --asymptotic: docs/theory.md section 16
+        return
     _check_numbers({"seed": seed, "layers": layers, "preconditioned": preconditioned,
                     "bayes_prompts": bayes_prompts, "precision": precision, "shift": shift,
                     "values": values})
@@ -213,5 +216,9 @@ def make_theory_command() -> click.Command:
         click.option("--values", type=str, default=None,
                      help="With --shift: the shifted values, comma-separated (\"1,2,4\")."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+        *asymptotic_options(),
     ]
-    return click.command("theory")(apply_options(click.pass_obj(theory_command), options))
+    command = click.command("theory")(apply_options(click.pass_obj(theory_command), options))
+    for param in command.params:  # --d, --n: required by task_of (not by --asymptotic)
+        param.required = False
+    return command

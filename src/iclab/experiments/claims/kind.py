@@ -144,6 +144,9 @@ class ClaimKind:
     may add checks across them."""
 
     name: ClassVar[str] = ""
+    needs_runs: ClassVar[bool] = True
+    """False: the kind computes what it checks from its parameters alone (no training runs);
+    its claims may then omit ``group``, and ``check`` gets no sites."""
     options: ClassVar[dict[str, tuple[str, ...]]] = {}
     statements: ClassVar[dict[str, str]] = {}
     parameters: ClassVar[dict[str, ClaimParameter]] = {}

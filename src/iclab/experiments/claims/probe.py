@@ -108,7 +108,7 @@ def probe_claim_kinds(spec: Spec, kinds: KindLookup) -> None:
             raise ConfigError(f"claim kind {label!r}: figure_key(claim) must return None "
                               f"or a pair of strings, got {key!r}")
         _call(label, "figure_covers([claim])", kind.figure_covers, [claim])
-        group_sites = sites(spec, records, claim.group)
+        group_sites = sites(spec, records, claim.group) if claim.group else []
         try:
             checked_claims(kind, claim, group_sites, context, when="on a synthetic result "
                                                                   "set, before any run")

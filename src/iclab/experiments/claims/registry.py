@@ -14,6 +14,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
+from iclab.experiments.claims.asymptotic.kinds import LuAsymptoticClaim
 from iclab.experiments.claims.covariates import COVARIATE_KINDS
 from iclab.experiments.claims.depth import DEPTH_KINDS
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
@@ -81,7 +82,7 @@ class ClaimRegistry:
 def register_builtin_claims(registry: ClaimRegistry) -> None:
     """Register iclab's claim kinds, exactly as a new kind would be registered."""
     for kind_class in (*THEOREM_KINDS, ShiftClaim, ShiftGrowthClaim, *DEPTH_KINDS,
-                       *COVARIATE_KINDS, *POOL_KINDS):
+                       *COVARIATE_KINDS, *POOL_KINDS, LuAsymptoticClaim):
         registry.register(kind_class())
 
 
@@ -95,7 +96,7 @@ def evaluate_claims(
     context = ClaimContext(cache, out_dir, spec, records, registry)
     claims: list[Claim] = []
     for claim_spec in spec.claims:
-        group_sites = sites(spec, records, claim_spec.group)
+        group_sites = sites(spec, records, claim_spec.group) if claim_spec.group else []
         claims.extend(checked_claims(registry.get(claim_spec.kind), claim_spec, group_sites,
                                      context))
     return claims

@@ -82,7 +82,8 @@ class SpecRegistries(Protocol):
 class ClaimSpec:
     """A claim to check on ``group``'s results: kind, tolerance, kind-specific options (strings)
     and parameters (any type the kind declares, checked), and the measurements of each run
-    the kind needs beyond result.json."""
+    the kind needs beyond result.json. ``group`` is "" for a kind without runs
+    (``ClaimKind.needs_runs`` false: it computes from its parameters)."""
 
     section: str
     kind: str
@@ -117,7 +118,8 @@ def parse_claim(raw: Any, index: int, groups: set[str], source: str,
     unknown = sorted(set(raw) - set(CLAIM_KEYS) - set(options) - set(claim_kind.parameters))
     if unknown:
         raise _fail(where, f"unknown keys {unknown} for kind {kind}")
-    if raw.get("group") not in groups:
+    runless = "group" not in raw and not getattr(claim_kind, "needs_runs", True)
+    if raw.get("group") not in groups and not runless:
         raise _fail(where, f"group must be one of {sorted(groups)}; got {raw.get('group')!r}")
     section = raw.get("section", "Claims")
     statement, claim_source = raw.get("statement"), raw.get("source", "")
@@ -140,7 +142,7 @@ def parse_claim(raw: Any, index: int, groups: set[str], source: str,
         chosen[key] = value
     parameters, measurements = _kind_parameters(claim_kind, raw, groups, f"{where} (kind "
                                                                          f"{kind})")
-    return ClaimSpec(section=section, kind=kind, group=raw["group"],
+    return ClaimSpec(section=section, kind=kind, group=raw.get("group", ""),
                      tolerance=numbers["tolerance"], options=chosen, statement=statement,
                      separation=numbers["separation"], parameters=parameters,
                      measurements=measurements, source=claim_source.strip())
@@ -154,7 +156,7 @@ def _kind_parameters(claim_kind: ClaimKindSchema, raw: dict[str, Any], groups: s
     builtin = is_builtin_code(type(claim_kind))
     try:
         parameters = claim_kind.validate_parameters(raw, where)
-        claim_kind.check_groups(parameters, raw["group"], groups, where)
+        claim_kind.check_groups(parameters, raw.get("group", ""), groups, where)
         measurements = claim_kind.measurements(parameters)
     except ConfigError:
         raise
