@@ -33,6 +33,7 @@ from iclab.models.probe import probe_plugins
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariate_laws import DEFAULT_LAW
+from iclab.tasks.garg.curriculum import Curriculum, supports_curriculum
 from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.batches import shared_statistics_kind
 from iclab.utils.errors import ConfigError
@@ -129,7 +130,8 @@ class TrainConfig:
         return (families or FamilyRegistry()).make_family(
             t.family, t.d, t.n, float(t.sigma), t.width, matrix(t.cov_x), matrix(t.cov_w),
             **law, context_correlation=t.context_correlation,
-            context_covariance=matrix(t.context_covariance))
+            context_covariance=matrix(t.context_covariance), sparsity=t.sparsity,
+            tree_depth=t.tree_depth, network_width=t.network_width)
 
     def model_class(self, models: ModelRegistry | None = None) -> type[Model]:
         """The registered class; it builds ``built_class()`` for these options."""
@@ -150,8 +152,21 @@ class TrainConfig:
             return "exact"
         if self.optim.sampler != "auto":
             return self.optim.sampler
+        if self.curriculum() is not None:
+            return "prompts"
         family = task or self.make_task()
         return "statistics" if supports_statistics(family, self.built_class()) else "prompts"
+
+    def curriculum(self) -> Curriculum | None:
+        """Garg et al.'s schedule of the effective d and n, or None (``curriculum_every``
+        unset: no curriculum)."""
+        o, t = self.optim, self.task
+        if o.curriculum_every is None:
+            return None
+        return Curriculum(t.d, t.n, t.d if o.curriculum_d_start is None else
+                          o.curriculum_d_start, t.n if o.curriculum_n_start is None else
+                          o.curriculum_n_start, o.curriculum_every, o.curriculum_d_increment,
+                          o.curriculum_n_increment)
 
     def learning_rate(self, step: int) -> float:
         """The learning rate at ``step`` (0-based): the schedule's, times (step + 1) / warmup
@@ -184,7 +199,26 @@ class TrainConfig:
                 f"model {self.model_name!r}; use prompts or auto")
         if self.optim.exact:
             self._check_exact(task, model_class)
+        self._check_curriculum(task)
         return self
+
+    def _check_curriculum(self, task: TaskFamily) -> None:
+        o = self.optim
+        if o.curriculum_every is None:
+            for name in ("curriculum_d_start", "curriculum_n_start"):
+                if getattr(o, name) is not None:
+                    raise ConfigError(f"{name} needs curriculum_every (the steps between "
+                                      f"increments), got {name} {getattr(o, name)!r} alone")
+            return
+        self.curriculum()                        # the starts within 1..d and 1..n
+        if self.resolved_sampler(task) != "prompts":
+            raise ConfigError(f"the curriculum trains on whole prompts; sampler "
+                              f"{self.resolved_sampler(task)!r} does not apply (use prompts "
+                              f"or auto)")
+        if not supports_curriculum(task):
+            raise ConfigError(f"the curriculum needs a family drawn on its inputs or a "
+                              f"linear Gaussian one; got {self.task.family!r}"
+                              f"{self._law_note()}")
 
     def _law_note(self) -> str:
         """", x_law ..." / ", correlated contexts" where the linear family has them."""

@@ -148,7 +148,8 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
                               f"the run's {config.optim.steps}; {RESTART_HINT}")
     _restore_metrics(folder.metrics, completed)
     sampler = config.resolved_sampler(task)
-    objective = make_objective(task, model, sampler, config.optim.batch, config.run.seed, device)
+    objective = make_objective(task, model, sampler, config.optim.batch, config.run.seed, device,
+                               config.curriculum())
     train_step = make_train_step(config, optimizer, objective, model.gradient_masks())
     steps, log_every = config.optim.steps, config.run.log_every
     bar = tqdm(total=steps, initial=completed, disable=not progress, unit="step",

@@ -18,6 +18,7 @@ import torch
 
 from iclab.models.base import Model
 from iclab.tasks.base import TaskFamily
+from iclab.tasks.garg.curriculum import Curriculum, curriculum_prompts
 from iclab.utils.batches import STATISTICS_SAMPLERS, shared_statistics_kind
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
@@ -49,9 +50,12 @@ def make_objective(
     batch: int,
     seed: int,
     device: torch.device,
+    curriculum: Curriculum | None = None,
 ) -> Objective:
     """The loss of ``model`` at step s: on a fresh batch drawn with the "statistics" or "prompts"
-    sampler, or, with "exact", the exact population loss (no sampling; ``batch`` is unused)."""
+    sampler, or, with "exact", the exact population loss (no sampling; ``batch`` is unused).
+    With a ``curriculum`` (prompts only), step s's prompts have its effective d and n
+    (``iclab.tasks.garg.curriculum``)."""
     if sampler == "statistics":
         kind = shared_statistics_kind(task, model)
         if kind is None:
@@ -67,7 +71,9 @@ def make_objective(
     if sampler == "prompts":
 
         def prompts_loss(step: int) -> torch.Tensor:
-            prompts = task.sample_prompts(batch, make_generator(seed, "train", step, device))
+            generator = make_generator(seed, "train", step, device)
+            prompts = task.sample_prompts(batch, generator) if curriculum is None else \
+                curriculum_prompts(task, *curriculum.at(step), batch, generator)
             yhat: torch.Tensor = model(prompts.X, prompts.y, prompts.x_q)
             return (yhat - prompts.y_q).square().mean()
 
