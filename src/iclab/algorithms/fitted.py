@@ -144,7 +144,7 @@ class ReluNetworkFit(InContextPredictor):
                 loss.backward()  # type: ignore[no-untyped-call]
                 optimiser.step()
             final = (self.network(params, inputs) - targets).square().mean(1).sum()
-            losses.append(float(final))
+            losses.append(float(final.detach()))
             return [p.detach() for p in params], losses
 
     def predict(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:

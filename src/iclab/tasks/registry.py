@@ -224,7 +224,7 @@ def register_builtin_families(registry: FamilyRegistry) -> None:
         FamilyEntry("sparse-linear", SparseLinearTask,
                     "Garg et al.: x ~ N(0, I), f(x) = w^T x, s of d coordinates of w nonzero, "
                     "N(0, 1)", {"sparsity": f"nonzero coordinates s, 1..d (default "
-                                            f"{DEFAULT_SPARSITY})"}),
+                                            f"{DEFAULT_SPARSITY}, or d if d < 3)"}),
         FamilyEntry("decision-tree", DecisionTreeTask,
                     "Garg et al.: x ~ N(0, I), f a random tree: nodes test x_j > 0 (j "
                     "uniform), leaves N(0, 1)", {"tree_depth": f"tree depth >= 1 (default "

@@ -3,7 +3,7 @@ prompt drawn from
 
 - ``SparseLinearTask`` (``sparse-linear``): f(x) = w^T x, w has ``sparsity`` = s nonzero
   coordinates (the support uniform among the s-subsets of {1..d}), those N(0, 1) (s = 3 by
-  default, as the paper's d = 20 experiments);
+  default, as the paper's d = 20 experiments, or d where d < 3);
 - ``DecisionTreeTask`` (``decision-tree``): a full binary tree of depth ``tree_depth`` (4 by
   default); each internal node tests one coordinate, chosen uniformly and independently among
   the d, against the threshold 0 (x_j > 0 goes right), and each of the 2^depth leaves holds a
@@ -51,7 +51,8 @@ class SparseLinearTask(DrawnTask):
     d: int
     n: int
     sigma: float
-    sparsity: int = DEFAULT_SPARSITY
+    sparsity: int | None = None
+    """s, 1..d; None: 3 (``DEFAULT_SPARSITY``), or d where d < 3."""
 
     name = "sparse-linear"
     rotation_invariant = False      # the support is in the coordinate axes
@@ -60,6 +61,8 @@ class SparseLinearTask(DrawnTask):
 
     def __post_init__(self) -> None:
         check_scalars(self.d, self.n, self.sigma)
+        if self.sparsity is None:
+            object.__setattr__(self, "sparsity", min(DEFAULT_SPARSITY, self.d))
         _check_positive_int("sparsity", self.sparsity, self.d)
 
     def draw_weights(self, batch: int, generator: torch.Generator,
@@ -69,7 +72,7 @@ class SparseLinearTask(DrawnTask):
         w = torch.randn(batch, self.d, generator=generator, dtype=dtype, device=device)
         order = torch.rand(batch, self.d, generator=generator, device=device).argsort(dim=1)
         keep = torch.zeros(batch, self.d, dtype=torch.bool, device=device)
-        keep.scatter_(1, order[:, :self.sparsity], True)     # a uniform s-subset per row
+        keep.scatter_(1, order[:, :int(self.sparsity or 0)], True)     # a uniform s-subset per row
         return w * keep
 
     def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -138,6 +141,13 @@ class ReluNetworkTask(DrawnTask):
     def __post_init__(self) -> None:
         check_scalars(self.d, self.n, self.sigma)
         _check_positive_int("network_width", self.network_width, 100_000)
+
+    def gd_moments(self) -> tuple[float, float, float]:
+        """(G, A, B) = (d/2, d, d (d+2)) for every width: f is sqrt(2d) times the
+        ``two-layer-relu`` network (V = sqrt(d) W), whose moments are relu's (1/4, 1/2,
+        (d+2)/2), docs/theory.md section 5.4."""
+        d = self.d
+        return d / 2, float(d), float(d * (d + 2))
 
     def draw_network(self, batch: int, generator: torch.Generator,
                      dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
