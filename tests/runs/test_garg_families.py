@@ -52,3 +52,33 @@ def test_transformer_on_each_family_writes_its_baselines(family: str, tmp_path: 
     assert main(argv) == 0
     prefix = (out / "prefix.json").read_text()
     assert baseline in prefix
+
+
+def test_shift_cli_garg_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    assert main(["train", "--d", "4", "--n", "3", "--steps", "10", "--batch", "64",
+                 "--eval-prompts", "500", "--quiet", "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["shift", str(run), "--kind", "orthogonal-query", "--values", "0,1",
+                 "--prompts", "2000", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    # at 1 every predictor linear in the context's span predicts 0: loss E||x_q||^2 = d = 4
+    assert rows[1]["exact_loss"] is None and rows[1]["gd_exact_loss"] is None
+    assert abs(rows[1]["ols_loss"] - 4) < 4 * rows[1]["ols_loss_stderr"]
+    assert rows[0]["ols_loss"] < 0.5 * rows[1]["ols_loss"]
+    for argv, message in (
+            (["--kind", "orthant", "--values", "0,2"], "shift orthant: value 2.0 is not allowed"),
+            (["--kind", "sideways", "--values", "1"], "unknown shift kind 'sideways'"),
+            (["--kind", "skewed-covariance", "--values", "0,-1"],
+             "shift skewed-covariance: value -1.0 is not allowed")):
+        out = tmp_path / "never"
+        assert main(["shift", str(run), *argv, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1 and not out.exists()
+    deep = tmp_path / "deep"
+    assert main(["train", "--d", "2", "--n", "3", "--steps", "5", "--batch", "64",
+                 "--eval-prompts", "500", "--quiet", "--out", str(deep)]) == 0
+    capsys.readouterr()
+    assert main(["shift", str(deep), "--kind", "orthogonal-query", "--values", "1"]) == 2
+    assert "needs fewer context examples" in capsys.readouterr().err
+    assert not (deep / "shift-orthogonal-query").exists()
