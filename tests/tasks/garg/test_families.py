@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from iclab.config.train import TrainConfig
 from iclab.tasks.garg import DecisionTreeTask, ReluNetworkTask, SparseLinearTask
@@ -115,3 +117,21 @@ def test_options_reach_the_family() -> None:
     assert TrainConfig.from_json(config.to_json()) == config
     assert TrainConfig.flat(d=5, n=3, family="relu-network").to_json().get("network_width") \
         is None
+
+
+@given(option=st.sampled_from(["sparsity", "tree_depth", "network_width"]),
+       value=st.one_of(st.integers(-5, 200_000), st.floats(-3, 30), st.booleans(),
+                       st.text(max_size=3), st.none()))
+def test_family_options_accept_exactly_the_allowed(option: str, value: object) -> None:
+    d = 6
+    upper = {"sparsity": d, "tree_depth": 16, "network_width": 100_000}[option]
+    build = {"sparsity": SparseLinearTask, "tree_depth": DecisionTreeTask,
+             "network_width": ReluNetworkTask}[option]
+    allowed = (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= upper) \
+        or (value is None and option == "sparsity")
+    if allowed:
+        assert build(d, 3, 0.0, value) is not None  # type: ignore[operator]
+    else:
+        with pytest.raises(ConfigError) as error:
+            build(d, 3, 0.0, value)  # type: ignore[operator]
+        assert option in str(error.value) and "\n" not in str(error.value)
