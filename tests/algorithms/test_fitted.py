@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from iclab.algorithms.family_baselines import FAMILY_BASELINES, family_baselines
+from iclab.algorithms.family_baselines import FAMILY_BASELINES, family_baselines, prompt_limit
 from iclab.algorithms.fitted import BoostedTreesPredictor, LassoPredictor, ReluNetworkFit
 from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.errors import ConfigError
@@ -110,3 +110,10 @@ def test_unknown_baseline_is_one_config_error() -> None:
     assert set(FAMILY_BASELINES) == {"lasso", "gradient-boosting", "relu-network-fit"}
     with pytest.raises(ConfigError, match="names unknown baselines"):
         family_baselines(Named(), 0)  # type: ignore[arg-type]
+
+
+def test_prompt_limit() -> None:
+    assert prompt_limit(BoostedTreesPredictor(max_prompts=32), 5000) == 32
+    assert prompt_limit(BoostedTreesPredictor(max_prompts=32), 10) == 10
+    assert prompt_limit(ReluNetworkFit(), 5000) == 5000
+    assert prompt_limit(LassoPredictor(), 5000) == 256

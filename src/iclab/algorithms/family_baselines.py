@@ -39,3 +39,11 @@ def family_baselines(task: TaskFamily, seed: int) -> list[InContextPredictor]:
         raise ConfigError(f"family {task.name!r} names unknown baselines {unknown}; "
                           f"known: {sorted(FAMILY_BASELINES)}")
     return [FAMILY_BASELINES[name](task, seed) for name in names]
+
+
+def prompt_limit(predictor: InContextPredictor, available: int) -> int:
+    """How many of ``available`` prompts to give ``predictor`` in an evaluation that runs it on
+    every prefix: all of them, or its ``max_prompts`` where it declares fewer (the predictors
+    that fit each prompt alone with scikit-learn)."""
+    limit = getattr(predictor, "max_prompts", None)
+    return available if limit is None else max(1, min(available, int(limit)))
