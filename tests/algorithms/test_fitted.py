@@ -115,5 +115,6 @@ def test_unknown_baseline_is_one_config_error() -> None:
 def test_prompt_limit() -> None:
     assert prompt_limit(BoostedTreesPredictor(max_prompts=32), 5000) == 32
     assert prompt_limit(BoostedTreesPredictor(max_prompts=32), 10) == 10
-    assert prompt_limit(ReluNetworkFit(), 5000) == 5000
+    assert prompt_limit(ReluNetworkFit(), 5000) == 1000
+    assert prompt_limit(ReluNetworkFit(max_prompts=None), 5000) == 5000
     assert prompt_limit(LassoPredictor(), 5000) == 256

@@ -48,10 +48,15 @@ def test_transformer_on_each_family_writes_its_baselines(family: str, tmp_path: 
     out = tmp_path / "run"
     argv = ["train", "--model", "transformer", "--layers", "2", "--heads", "2", "--width",
             "32", "--family", family, option, value, "--d", "4", "--n", "8", "--steps", "100",
-            "--batch", "64", "--eval-prompts", "256", "--quiet", "--out", str(out)]
+            "--batch", "64", "--eval-prompts", "100", "--quiet", "--out", str(out)]
     assert main(argv) == 0
-    prefix = (out / "prefix.json").read_text()
-    assert baseline in prefix
+    prefix = json.loads((out / "prefix.json").read_text())
+    assert baseline in prefix["predictors"]
+    rows = prefix["rows"]
+    assert [row["k"] for row in rows] == list(range(9))
+    assert all(row[baseline] is not None and row[baseline] >= 0 for row in rows)
+    if family == "sparse-linear":        # noiseless, s = 2 of d = 4: Lasso nearly exact at k = 8
+        assert rows[8][baseline] < 0.05 * rows[0][baseline]
 
 
 def test_shift_cli_garg_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

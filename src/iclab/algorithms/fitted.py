@@ -16,7 +16,8 @@
 
 With no examples (k = 0) each predicts 0, the prior mean of the families they serve. The two
 scikit-learn predictors fit one prompt at a time; ``max_prompts`` is how many prompts an
-evaluation should give them (the prefix evaluation runs them on every k = 0..n).
+evaluation should give each predictor (the prefix evaluation runs them on every k = 0..n;
+``iclab.algorithms.family_baselines.prompt_limit``).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class ReluNetworkFit(InContextPredictor):
 
     def __init__(self, seed: int = 0, width: int = DEFAULT_FIT_WIDTH,
                  steps: int = DEFAULT_FIT_STEPS, lr: float = DEFAULT_FIT_LR,
-                 max_prompts: int | None = None) -> None:
+                 max_prompts: int | None = 1000) -> None:
         self.seed, self.width, self.steps, self.lr = seed, width, steps, lr
         self.max_prompts = max_prompts
 
