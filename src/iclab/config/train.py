@@ -33,7 +33,7 @@ from iclab.models.probe import probe_plugins
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariate_laws import DEFAULT_LAW
-from iclab.tasks.garg.curriculum import Curriculum, supports_curriculum
+from iclab.tasks.garg.curriculum import Curriculum, make_curriculum, supports_curriculum
 from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.batches import shared_statistics_kind
 from iclab.utils.errors import ConfigError
@@ -158,15 +158,11 @@ class TrainConfig:
         return "statistics" if supports_statistics(family, self.built_class()) else "prompts"
 
     def curriculum(self) -> Curriculum | None:
-        """Garg et al.'s schedule of the effective d and n, or None (``curriculum_every``
-        unset: no curriculum)."""
-        o, t = self.optim, self.task
-        if o.curriculum_every is None:
-            return None
-        return Curriculum(t.d, t.n, t.d if o.curriculum_d_start is None else
-                          o.curriculum_d_start, t.n if o.curriculum_n_start is None else
-                          o.curriculum_n_start, o.curriculum_every, o.curriculum_d_increment,
-                          o.curriculum_n_increment)
+        """Garg et al.'s schedule of the effective d and n, or None (no curriculum_every)."""
+        o = self.optim
+        return make_curriculum(self.task.d, self.task.n, o.curriculum_every,
+                               o.curriculum_d_start, o.curriculum_n_start,
+                               o.curriculum_d_increment, o.curriculum_n_increment)
 
     def learning_rate(self, step: int) -> float:
         """The learning rate at ``step`` (0-based): the schedule's, times (step + 1) / warmup
@@ -203,18 +199,12 @@ class TrainConfig:
         return self
 
     def _check_curriculum(self, task: TaskFamily) -> None:
-        o = self.optim
-        if o.curriculum_every is None:
-            for name in ("curriculum_d_start", "curriculum_n_start"):
-                if getattr(o, name) is not None:
-                    raise ConfigError(f"{name} needs curriculum_every (the steps between "
-                                      f"increments), got {name} {getattr(o, name)!r} alone")
+        if self.curriculum() is None:
             return
-        self.curriculum()                        # the starts within 1..d and 1..n
-        if self.resolved_sampler(task) != "prompts":
-            raise ConfigError(f"the curriculum trains on whole prompts; sampler "
-                              f"{self.resolved_sampler(task)!r} does not apply (use prompts "
-                              f"or auto)")
+        sampler = self.resolved_sampler(task)
+        if sampler != "prompts":
+            raise ConfigError(f"the curriculum trains on whole prompts; sampler {sampler!r} "
+                              f"does not apply (use prompts or auto)")
         if not supports_curriculum(task):
             raise ConfigError(f"the curriculum needs a family drawn on its inputs or a "
                               f"linear Gaussian one; got {self.task.family!r}"

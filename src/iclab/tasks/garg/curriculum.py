@@ -54,6 +54,21 @@ class Curriculum:
                 min(self.n, self.n_start + self.n_increment * rises))
 
 
+def make_curriculum(d: int, n: int, every: int | None, d_start: int | None,
+                    n_start: int | None, d_increment: int = 1,
+                    n_increment: int = 2) -> Curriculum | None:
+    """The schedule of the run's options (starts default to d and n), or None when ``every``
+    is None (no curriculum: then a start given alone is refused)."""
+    if every is None:
+        for name, value in (("curriculum_d_start", d_start), ("curriculum_n_start", n_start)):
+            if value is not None:
+                raise ConfigError(f"{name} needs curriculum_every (the steps between "
+                                  f"increments), got {name} {value!r} alone")
+        return None
+    return Curriculum(d, n, d if d_start is None else d_start, n if n_start is None else
+                      n_start, every, d_increment, n_increment)
+
+
 def supports_curriculum(task: TaskFamily) -> bool:
     """Whether ``task`` can draw curriculum prompts: drawn on inputs, or linear Gaussian."""
     return callable(getattr(task, "draw_values", None)) or bool(task.gaussian)
