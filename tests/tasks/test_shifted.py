@@ -121,7 +121,8 @@ def test_w_mean_has_the_given_norm() -> None:
 @pytest.mark.parametrize("kind", SHIFT_KINDS)
 def test_neutral_value_is_the_training_law(kind: str) -> None:
     task = base_task()
-    neutral = {"n": task.n, "sigma": task.sigma, "w-mean": 0.0}.get(kind, 1.0)
+    neutral = {"n": task.n, "sigma": task.sigma, "w-mean": 0.0,
+               "skewed-covariance": 0.0}.get(kind, 1.0)
     law = shifted_law(task, kind, neutral)
     train = GaussianTestLaw.from_task(task)
     assert (law.n, law.sigma) == (train.n, train.sigma)
@@ -136,6 +137,7 @@ ALLOWED = {  # the documented ranges (the module's table), written out independe
     "query-scale": lambda v: 1e-4 <= v <= 1e4,
     "w-scale": lambda v: 1e-4 <= v <= 1e4,
     "w-mean": lambda v: -1e4 <= v <= 1e4,
+    "skewed-covariance": lambda v: 0 <= v <= 4,
 }
 
 

@@ -1,9 +1,10 @@
 """A trained model under shifted test laws, beside the baselines and the exact theory.
 
 For each value of one shift (``iclab.tasks.shifted``: n, sigma, x-scale, query-scale, w-scale,
-w-mean) applied to the training law, ``evaluate_shift`` measures on the same fresh prompts
-(paired: every predictor sees the same prompts) the mean squared error and its standard error
-of
+w-mean, skewed-covariance; and Garg et al.'s orthant, orthant-random and orthogonal-query,
+whose laws are not Gaussian: no exact losses) applied to the training law, ``evaluate_shift``
+measures on the same fresh prompts (paired: every predictor sees the same prompts) the mean
+squared error and its standard error of
 
 - ``model``: the predictor given (any (X, y, x_q) -> yhat, called on float64 tensors);
 - ``ols``: minimum-norm least squares;
@@ -37,8 +38,15 @@ from iclab.algorithms.gd import PreconditionedGD
 from iclab.algorithms.posterior_mean import GaussianPosteriorMean
 from iclab.analysis.compare import Predictor
 from iclab.analysis.shift_outputs import write_shift_outputs
+from iclab.tasks.garg.shifts import INPUT_SHIFT_KINDS
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.shifted import SCALE_KINDS, check_value, shifted_law
+from iclab.tasks.shifted import (
+    ALL_SHIFT_KINDS,
+    SCALE_KINDS,
+    check_value,
+    input_shifted_law,
+    shifted_law,
+)
 from iclab.theory.shifted_population import gd_readout, shifted_population_loss
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
@@ -91,8 +99,10 @@ def evaluate_shift(
     gamma, checked_readout = _check_inputs(base, gamma_star, readout, prompts)
     if len(values) == 0:
         raise ConfigError("give at least one value to evaluate")
-    checked = [check_value(kind, value) for value in values]
-    laws = [shifted_law(base, kind, value) for value in checked]
+    checked = [check_value(kind, value, ALL_SHIFT_KINDS) for value in values]
+    exact = kind not in INPUT_SHIFT_KINDS     # Garg et al.'s input shifts: Monte Carlo only
+    laws: list[Any] = [shifted_law(base, kind, value) if exact else
+                       input_shifted_law(base, kind, value) for value in checked]
     fixed: dict[str, Predictor] = {
         "model": predictor,
         "ols": LeastSquares(),
@@ -108,9 +118,10 @@ def evaluate_shift(
         row: dict[str, Any] = {"value": value}
         for name in PREDICTORS:
             row[f"{name}_loss"], row[f"{name}_loss_stderr"] = measured[name]
-        row["exact_loss"] = (None if checked_readout is None
+        row["exact_loss"] = (None if checked_readout is None or not exact
                              else shifted_population_loss(*checked_readout, law, normalise))
-        row["gd_exact_loss"] = shifted_population_loss(*gd_readout(gamma), law)
+        row["gd_exact_loss"] = shifted_population_loss(*gd_readout(gamma), law) if exact \
+            else None
         rows.append(row)
     return rows
 
@@ -167,7 +178,9 @@ def shift_curves(
 ) -> dict[str, tuple[list[float], list[float]]]:
     """Exact loss curves on a dense grid: {"model": (grid, losses)} (with a read-out; its
     ``normalise`` as in ``evaluate_shift``) and {"gd": (grid, losses)} for one-step GD with
-    Gamma*."""
+    Gamma*; none for Garg et al.'s input shifts (no exact loss)."""
+    if kind in INPUT_SHIFT_KINDS:
+        return {}
     grid = curve_values(kind, values, points)
     laws = [shifted_law(base, kind, value) for value in grid]
     curves = {}

@@ -35,6 +35,10 @@ AXIS_LABEL = {
     "query-scale": "c: x_q ~ N(0, c^2 Sigma_x)",
     "w-scale": "c: w ~ N(0, c^2 Sigma_w)",
     "w-mean": "m: w ~ N(m 1/sqrt(d), Sigma_w)",
+    "skewed-covariance": "a: x ~ N(0, S), eigenvalues of S ~ i^-a",
+    "orthant": "p: context folded into one orthant, query into the opposite",
+    "orthant-random": "p: context folded into one orthant, query unchanged",
+    "orthogonal-query": "p: share of the query's projection on the context removed",
 }
 Curves = dict[str, tuple[Sequence[float], Sequence[float]]]
 

@@ -7,7 +7,7 @@ import json
 import click
 
 from iclab.runs.shift import DEFAULT_PROMPTS, shift_run
-from iclab.tasks.shifted import SHIFT_KINDS
+from iclab.tasks.shifted import ALL_SHIFT_KINDS
 
 
 def format_rows(data: dict[str, object]) -> str:
@@ -29,7 +29,7 @@ def format_rows(data: dict[str, object]) -> str:
 @click.command("shift")
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--kind", required=True,
-              help=f"The shift: {', '.join(SHIFT_KINDS)}.")
+              help=f"The shift: {', '.join(ALL_SHIFT_KINDS)}.")
 @click.option("--values", "values_text", required=True,
               help="Comma-separated values of the shifted quantity, e.g. 0.5,1,2,4.")
 @click.option("--prompts", type=int, default=DEFAULT_PROMPTS, show_default=True,
@@ -44,8 +44,11 @@ def shift_command(run_dir: str, kind: str, values_text: str, prompts: int, out: 
 
     Kinds: n (context examples at test time), sigma (test noise), x-scale (all covariates
     scaled: the covariate shift), query-scale (the query only), w-scale (the task vector),
-    w-mean (w ~ N(m 1/sqrt(d), Sigma_w)). For each value: the model's test loss, the exact
-    population loss of its read-out under the test law, and on the same prompts OLS, ridge
+    w-mean (w ~ N(m 1/sqrt(d), Sigma_w)), skewed-covariance (x ~ N(0, S), S's eigenvalues
+    proportional to i^-value; Garg et al.: 2); Garg et al.'s orthant, orthant-random and
+    orthogonal-query (values 0 to 1; Monte Carlo only, no exact loss). For each value: the
+    model's test loss, the exact population loss of its read-out under the test law, and on
+    the same prompts OLS, ridge
     at the training prior, one-step GD with Gamma* and the Bayes-optimal predictor of the
     test law. Writes shift.json, shift.csv and shift.png.
     """

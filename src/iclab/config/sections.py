@@ -51,6 +51,15 @@ class TaskConfig:
     task_pool: list[list[float]] | None = setting(
         None, "A (K, d) pool of tasks as a .npy file; every prompt's task is one of its rows "
         "(linear-gaussian).", omit_default=True)
+    sparsity: int | None = setting(
+        None, "Nonzero coordinates s of w, 1..d (sparse-linear only) [default: 3].",
+        minimum=1, maximum=4096, omit_default=True)
+    tree_depth: int | None = setting(
+        None, "Depth of the random trees (decision-tree only) [default: 4].", minimum=1,
+        maximum=16, omit_default=True)
+    network_width: int | None = setting(
+        None, "Hidden width m of the random networks (relu-network only) [default: 100].",
+        minimum=1, maximum=100_000, omit_default=True)
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,21 @@ class OptimConfig:
         None, "A fixed pretraining set of P whole prompts drawn once with the seed, each "
         "step's batch taken from it [default: fresh prompts every step].", minimum=1,
         maximum=100_000_000, omit_default=True)
+    curriculum_every: int | None = setting(
+        None, "Steps between curriculum increments (Garg et al.: 2000) [default: no "
+        "curriculum].", minimum=1, maximum=100_000_000, omit_default=True)
+    curriculum_d_start: int | None = setting(
+        None, "Effective d at step 0 of the curriculum [default: d].", minimum=1,
+        maximum=4096, omit_default=True)
+    curriculum_n_start: int | None = setting(
+        None, "Examples per prompt at step 0 of the curriculum [default: n].", minimum=1,
+        maximum=1_000_000, omit_default=True)
+    curriculum_d_increment: int = setting(
+        1, "Rise of the effective d at each curriculum increment.", minimum=0, maximum=4096,
+        omit_default=True)
+    curriculum_n_increment: int = setting(
+        2, "Rise of the examples per prompt at each curriculum increment.", minimum=0,
+        maximum=1_000_000, omit_default=True)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from iclab.models.probe import probe_plugins
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariate_laws import DEFAULT_LAW
+from iclab.tasks.garg.curriculum import Curriculum, make_curriculum, supports_curriculum
 from iclab.tasks.pool import with_pool
 from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.batches import shared_statistics_kind
@@ -130,7 +131,8 @@ class TrainConfig:
         family = (families or FamilyRegistry()).make_family(
             t.family, t.d, t.n, float(t.sigma), t.width, matrix(t.cov_x), matrix(t.cov_w),
             **law, context_correlation=t.context_correlation,
-            context_covariance=matrix(t.context_covariance))
+            context_covariance=matrix(t.context_covariance), sparsity=t.sparsity,
+            tree_depth=t.tree_depth, network_width=t.network_width)
         pooled: TaskFamily = with_pool(family, t.tasks, t.task_pool, self.run.seed)
         return pooled  # a pool of tasks: docs/theory.md section 15
 
@@ -153,10 +155,17 @@ class TrainConfig:
             return "exact"
         if self.optim.sampler != "auto":
             return self.optim.sampler
-        if self.optim.pretrain_prompts is not None:
+        if self.optim.pretrain_prompts is not None or self.curriculum() is not None:
             return "prompts"
         family = task or self.make_task()
         return "statistics" if supports_statistics(family, self.built_class()) else "prompts"
+
+    def curriculum(self) -> Curriculum | None:
+        """Garg et al.'s schedule of the effective d and n, or None (no curriculum_every)."""
+        o = self.optim
+        return make_curriculum(self.task.d, self.task.n, o.curriculum_every,
+                               o.curriculum_d_start, o.curriculum_n_start,
+                               o.curriculum_d_increment, o.curriculum_n_increment)
 
     def learning_rate(self, step: int) -> float:
         """The learning rate at ``step`` (0-based): the schedule's, times (step + 1) / warmup
@@ -190,6 +199,7 @@ class TrainConfig:
         self._check_finite_data(task, models)
         if self.optim.exact:
             self._check_exact(task, model_class)
+        self._check_curriculum(task)
         return self
 
     def _check_finite_data(self, task: TaskFamily, models: ModelRegistry | None) -> None:
@@ -203,6 +213,21 @@ class TrainConfig:
         if self.optim.pretrain_prompts is not None and self.resolved_sampler(task) != "prompts":
             raise ConfigError(f"pretrain_prompts needs the prompts sampler (a fixed set of "
                               f"whole prompts); got sampler {self.resolved_sampler(task)!r}")
+
+    def _check_curriculum(self, task: TaskFamily) -> None:
+        if self.curriculum() is None:
+            return
+        if self.optim.pretrain_prompts is not None:
+            raise ConfigError("the curriculum and pretrain_prompts do not combine: a fixed "
+                              "pretraining set has one d and n; leave one of them out")
+        sampler = self.resolved_sampler(task)
+        if sampler != "prompts":
+            raise ConfigError(f"the curriculum trains on whole prompts; sampler {sampler!r} "
+                              f"does not apply (use prompts or auto)")
+        if not supports_curriculum(task):
+            raise ConfigError(f"the curriculum needs a family drawn on its inputs or a "
+                              f"linear Gaussian one; got {self.task.family!r}"
+                              f"{self._law_note()}")
 
     def _law_note(self) -> str:
         """", x_law ..." / ", correlated contexts" where the linear family has them."""

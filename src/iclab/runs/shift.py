@@ -18,7 +18,13 @@ from iclab.analysis.shift import curve_values, evaluate_shift, write_shift_outpu
 from iclab.models.base import Model
 from iclab.models.readout import LinearReadout
 from iclab.runs.folder import check_out_dir, load_trained_model, read_finished_run
-from iclab.tasks.shifted import parse_values, shifted_law
+from iclab.tasks.garg.shifts import INPUT_SHIFT_KINDS
+from iclab.tasks.shifted import (
+    ALL_SHIFT_KINDS,
+    input_shifted_law,
+    parse_values,
+    shifted_law,
+)
 from iclab.theory.shifted_population import shifted_population_loss
 from iclab.utils.errors import ConfigError
 
@@ -36,7 +42,10 @@ def _readout(model: Model, n: int) -> LinearReadout | None:
 
 def _curves(model: Model, base: Any, gamma_star: np.ndarray, kind: str,
             values: list[float]) -> dict[str, tuple[Sequence[float], Sequence[float]]]:
-    """Exact loss curves on a dense grid, the model's read-out taken at each grid point's n."""
+    """Exact loss curves on a dense grid, the model's read-out taken at each grid point's n
+    (none for Garg et al.'s input shifts, which have no exact loss)."""
+    if kind in INPUT_SHIFT_KINDS:
+        return {}
     grid = curve_values(kind, values)
     laws = [shifted_law(base, kind, value) for value in grid]
     curves: dict[str, tuple[Sequence[float], Sequence[float]]] = {}
@@ -55,7 +64,7 @@ def shift_run(run_dir: str | Path, kind: str, values_text: str,
     """Evaluate the run in ``run_dir`` under the ``kind`` shift at each of ``values_text``
     ("0.5,1,2"); write the outputs in ``out`` (default RUN_DIR/shift-KIND); return shift.json's
     content."""
-    values = parse_values(kind, values_text)
+    values = parse_values(kind, values_text, ALL_SHIFT_KINDS)
     if isinstance(prompts, bool) or not isinstance(prompts, int) or not (
             100 <= prompts <= MAX_PROMPTS):
         raise ConfigError(f"--prompts must be an integer from 100 to {MAX_PROMPTS}, got "
@@ -67,6 +76,11 @@ def shift_run(run_dir: str | Path, kind: str, values_text: str,
     if not task.gaussian:
         raise ConfigError(f"{run_dir}: iclab shift needs a run on a linear Gaussian family "
                           f"(linear-gaussian, anisotropic), not {task.name!r}")
+    for value in values:                   # every law checked before anything is written
+        if kind in INPUT_SHIFT_KINDS:
+            input_shifted_law(task, kind, value)  # type: ignore[arg-type]
+        else:
+            shifted_law(task, kind, value)  # type: ignore[arg-type]
     out_dir = check_out_dir(out if out is not None else Path(run_dir) / f"shift-{kind}")
     model = load_trained_model(Path(run_dir), config, result=result)
     gamma_star = np.asarray(result["gamma_star"], dtype=np.float64)

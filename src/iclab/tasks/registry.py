@@ -4,7 +4,9 @@ Built-ins register exactly as a user's family does (``register_builtin_families`
 ``linear-gaussian`` (Sigma_x, Sigma_w from ``cov_x``/``cov_w``; the covariates' law
 ``x_law`` and correlated contexts ``context_correlation``/``context_covariance``, see
 ``iclab.tasks.linear_law``), ``relu``, ``two-layer-relu``
-(``width``, default 8) and ``anisotropic`` (see ``iclab.tasks.nonlinear``).
+(``width``, default 8) and ``anisotropic`` (see ``iclab.tasks.nonlinear``), and Garg et al.'s
+``sparse-linear`` (``sparsity``), ``decision-tree`` (``tree_depth``) and ``relu-network``
+(``network_width``) (see ``iclab.tasks.garg``).
 
 A user adds a family with a function that draws f's values on given inputs,
 
@@ -31,6 +33,14 @@ import numpy as np
 
 from iclab.tasks.base import TaskFamily, check_scalars
 from iclab.tasks.covariate_laws import DEFAULT_LAW, allowed_laws
+from iclab.tasks.garg.families import (
+    DEFAULT_NETWORK_WIDTH,
+    DEFAULT_SPARSITY,
+    DEFAULT_TREE_DEPTH,
+    DecisionTreeTask,
+    ReluNetworkTask,
+    SparseLinearTask,
+)
 from iclab.tasks.linear_law import linear_family
 from iclab.tasks.nonlinear import (
     DEFAULT_WIDTH,
@@ -43,7 +53,8 @@ from iclab.tasks.nonlinear import (
 from iclab.utils.errors import ConfigError
 from iclab.utils.plugins import is_plugin_reference, load_plugin
 
-FAMILY_NAMES = ("linear-gaussian", "relu", "two-layer-relu", "anisotropic")
+FAMILY_NAMES = ("linear-gaussian", "relu", "two-layer-relu", "anisotropic", "sparse-linear",
+                "decision-tree", "relu-network")
 """The built-in families, in the order ``iclab families`` lists them."""
 
 Family = TaskFamily
@@ -210,6 +221,18 @@ def register_builtin_families(registry: FamilyRegistry) -> None:
                     {"width": f"hidden width m >= 1 (default {DEFAULT_WIDTH})"}),
         FamilyEntry("anisotropic", anisotropic_task,
                     "control: x ~ N(0, I), w ~ N(0, diag(1/4 .. 4)), not rotation-invariant"),
+        FamilyEntry("sparse-linear", SparseLinearTask,
+                    "Garg et al.: x ~ N(0, I), f(x) = w^T x, s of d coordinates of w nonzero, "
+                    "N(0, 1)", {"sparsity": f"nonzero coordinates s, 1..d (default "
+                                            f"{DEFAULT_SPARSITY}, or d if d < 3)"}),
+        FamilyEntry("decision-tree", DecisionTreeTask,
+                    "Garg et al.: x ~ N(0, I), f a random tree: nodes test x_j > 0 (j "
+                    "uniform), leaves N(0, 1)", {"tree_depth": f"tree depth >= 1 (default "
+                                                              f"{DEFAULT_TREE_DEPTH})"}),
+        FamilyEntry("relu-network", ReluNetworkTask,
+                    "Garg et al.: x ~ N(0, I), f(x) = sqrt(2/m) a^T relu(V x), V, a "
+                    "N(0, 1) entries", {"network_width": f"hidden width m >= 1 (default "
+                                                          f"{DEFAULT_NETWORK_WIDTH})"}),
     ):
         registry.register(entry)
 

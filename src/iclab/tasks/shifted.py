@@ -17,8 +17,13 @@ law (the theory docs (docs/theory.md), section 8):
 | ``query-scale`` | only x_q ~ N(0, c^2 Sigma_x)                                    | 1e-4 .. 1e4 |
 | ``w-scale``   | w ~ N(0, c^2 Sigma_w)                                             | 1e-4 .. 1e4 |
 | ``w-mean``    | w ~ N(m 1 / sqrt(d), Sigma_w), m = value (a task law off centre)  | -1e4 .. 1e4 |
+| ``skewed-covariance`` | x_i, x_q ~ N(0, L S L^T), L L^T = Sigma_x, S with eigenvalues | 0 .. 4 |
+|               | proportional to i^(-value), trace d (Garg et al.: 2)              |             |
 
-Value 1 of a scale (0 of ``w-mean``, the training n or sigma) gives back the training law.
+Value 1 of a scale (0 of ``w-mean`` and ``skewed-covariance``, the training n or sigma) gives
+back the training law. Garg et al.'s shifts of the inputs that leave the Gaussian laws
+(``orthant``, ``orthant-random``, ``orthogonal-query``, values 0 .. 1, 0 the training law) are
+``input_shifted_law``'s (``iclab.tasks.garg.shifts``), measured by Monte Carlo only.
 """
 
 from __future__ import annotations
@@ -32,12 +37,18 @@ import torch
 
 from iclab.tasks.base import Prompts, check_scalars
 from iclab.tasks.covariance import validate_covariance
+from iclab.tasks.garg.shifts import INPUT_SHIFT_KINDS, InputShiftLaw, skewed_covariance
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.utils.errors import ConfigError
 
-SHIFT_KINDS = ("n", "sigma", "x-scale", "query-scale", "w-scale", "w-mean")
+SHIFT_KINDS = ("n", "sigma", "x-scale", "query-scale", "w-scale", "w-mean", "skewed-covariance")
+"""The shifts to Gaussian test laws (exact losses)."""
+ALL_SHIFT_KINDS = (*SHIFT_KINDS, *INPUT_SHIFT_KINDS)
+"""With Garg et al.'s shifts of the inputs (Monte Carlo only), as ``iclab shift`` takes them."""
 SCALE_KINDS = ("x-scale", "query-scale", "w-scale")
-TRAINING_VALUE = {**{kind: 1.0 for kind in SCALE_KINDS}, "w-mean": 0.0}
+MAX_SKEW = 4.0
+TRAINING_VALUE = {**{kind: 1.0 for kind in SCALE_KINDS}, "w-mean": 0.0,
+                  **{kind: 0.0 for kind in ("skewed-covariance", *INPUT_SHIFT_KINDS)}}
 """The value of a shift that gives back the training law, where it does not depend on the law
 (n and sigma: the training law's own)."""
 MAX_N = 1_000_000
@@ -54,6 +65,8 @@ _ALLOWED = {
     "query-scale": f"a number from {1 / MAX_SHIFT:g} to {MAX_SHIFT:g}",
     "w-scale": f"a number from {1 / MAX_SHIFT:g} to {MAX_SHIFT:g}",
     "w-mean": f"a number from {-MAX_SHIFT:g} to {MAX_SHIFT:g}",
+    "skewed-covariance": f"an exponent from 0 to {MAX_SKEW:g}",
+    **{kind: "a number from 0 to 1" for kind in INPUT_SHIFT_KINDS},
 }
 
 
@@ -120,10 +133,10 @@ class GaussianTestLaw:
                        y_q=y_q.contiguous())
 
 
-def check_kind(kind: str) -> str:
-    """Return ``kind`` if it is a shift kind; otherwise raise ConfigError naming the allowed."""
-    if not isinstance(kind, str) or kind not in SHIFT_KINDS:
-        raise ConfigError(f"unknown shift kind {kind!r}; allowed: {', '.join(SHIFT_KINDS)}")
+def check_kind(kind: str, kinds: tuple[str, ...] = SHIFT_KINDS) -> str:
+    """Return ``kind`` if it is one of ``kinds``; otherwise raise ConfigError naming them."""
+    if not isinstance(kind, str) or kind not in kinds:
+        raise ConfigError(f"unknown shift kind {kind!r}; allowed: {', '.join(kinds)}")
     return kind
 
 
@@ -136,9 +149,9 @@ def check_includes_training_value(kind: str, values: Sequence[float]) -> None:
                           f"got {list(values)!r}")
 
 
-def check_value(kind: str, value: float) -> float | int:
+def check_value(kind: str, value: float, kinds: tuple[str, ...] = SHIFT_KINDS) -> float | int:
     """The value as the kind uses it (an int for ``n``); ConfigError if it is not allowed."""
-    check_kind(kind)
+    check_kind(kind, kinds)
     bad = ConfigError(f"shift {kind}: value {value!r} is not allowed; it must be "
                       f"{_ALLOWED[kind]}")
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -149,18 +162,20 @@ def check_value(kind: str, value: float) -> float | int:
         return int(value)
     if (kind == "sigma" and not 0 <= value <= MAX_SHIFT) \
             or (kind in SCALE_KINDS and not 1 / MAX_SHIFT <= value <= MAX_SHIFT) \
-            or (kind == "w-mean" and not abs(value) <= MAX_SHIFT):
+            or (kind == "w-mean" and not abs(value) <= MAX_SHIFT) \
+            or (kind == "skewed-covariance" and not 0 <= value <= MAX_SKEW) \
+            or (kind in INPUT_SHIFT_KINDS and not 0 <= value <= 1):
         raise bad
     return float(value)
 
 
-def parse_values(kind: str, text: str) -> list[float]:
+def parse_values(kind: str, text: str, kinds: tuple[str, ...] = SHIFT_KINDS) -> list[float]:
     """Parse a comma-separated list of values for ``kind`` ("0.5,1,2"); each one checked.
 
     Raises ConfigError (one line naming the bad entry) on an empty list, a non-number, a value
     the kind does not allow, or a repeated value.
     """
-    check_kind(kind)
+    check_kind(kind, kinds)
     parts = [part.strip() for part in str(text).split(",")]
     if not parts or any(part == "" for part in parts):
         raise ConfigError(f"--values must be a comma-separated list of numbers, got {text!r}")
@@ -171,7 +186,7 @@ def parse_values(kind: str, text: str) -> list[float]:
         except ValueError:
             raise ConfigError(f"--values: {part!r} is not a number; shift {kind} takes "
                               f"{_ALLOWED[kind]}") from None
-        values.append(float(check_value(kind, number)))
+        values.append(float(check_value(kind, number, kinds)))
     if len(set(values)) != len(values):
         raise ConfigError(f"--values: {text!r} repeats a value")
     return values
@@ -194,6 +209,9 @@ def shifted_law(base: LinearGaussian, kind: str, value: float) -> GaussianTestLa
         cov_q = square * cov_q
     elif kind == "w-scale":
         cov_w = square * cov_w
+    elif kind == "skewed-covariance" and float(checked) != 0.0:   # 0: the training law
+        root = np.linalg.cholesky(cov_x)
+        cov_x = cov_q = root @ skewed_covariance(d, float(checked)) @ root.T
     else:  # w-mean
         mean = np.full(d, float(checked) / math.sqrt(d))
     try:
@@ -201,3 +219,10 @@ def shifted_law(base: LinearGaussian, kind: str, value: float) -> GaussianTestLa
     except ConfigError:  # a scale so extreme that c^2 Sigma under- or overflows float64
         raise ConfigError(f"shift {kind}: value {value!r} is too extreme: the shifted "
                           f"covariance is not finite and positive definite in float64") from None
+
+
+def input_shifted_law(base: LinearGaussian, kind: str, value: float) -> InputShiftLaw:
+    """The training law of ``base`` with Garg et al.'s shift ``kind`` of its inputs at
+    ``value`` (``iclab.tasks.garg.shifts``): Monte Carlo only."""
+    checked = check_value(kind, value, INPUT_SHIFT_KINDS)
+    return InputShiftLaw(GaussianTestLaw.from_task(base), kind, float(checked))

@@ -149,7 +149,7 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
     _restore_metrics(folder.metrics, completed)
     sampler = config.resolved_sampler(task)
     objective = make_objective(task, model, sampler, config.optim.batch, config.run.seed, device,
-                               config.optim.pretrain_prompts)
+                               config.optim.pretrain_prompts, config.curriculum())
     train_step = make_train_step(config, optimizer, objective, model.gradient_masks())
     steps, log_every = config.optim.steps, config.run.log_every
     bar = tqdm(total=steps, initial=completed, disable=not progress, unit="step",

@@ -18,6 +18,7 @@ import torch
 
 from iclab.models.base import Model
 from iclab.tasks.base import TaskFamily
+from iclab.tasks.garg.curriculum import Curriculum, curriculum_prompts
 from iclab.utils.batches import STATISTICS_SAMPLERS, Prompts, shared_statistics_kind
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
@@ -50,12 +51,14 @@ def make_objective(
     seed: int,
     device: torch.device,
     pretrain_prompts: int | None = None,
+    curriculum: Curriculum | None = None,
 ) -> Objective:
     """The loss of ``model`` at step s: on a fresh batch drawn with the "statistics" or "prompts"
     sampler, or, with "exact", the exact population loss (no sampling; ``batch`` is unused).
     ``pretrain_prompts`` = P (prompts sampler): a fixed set of P prompts drawn once from the
     "pretrain" stream; each step takes ``batch`` of them without replacement (all of them when
-    batch >= P)."""
+    batch >= P). With a ``curriculum`` (prompts only, not with a fixed set), step s's prompts
+    have its effective d and n (``iclab.tasks.garg.curriculum``)."""
     if sampler == "statistics":
         kind = shared_statistics_kind(task, model)
         if kind is None:
@@ -74,8 +77,12 @@ def make_objective(
 
         def prompts_loss(step: int) -> torch.Tensor:
             generator = make_generator(seed, "train", step, device)
-            prompts = task.sample_prompts(batch, generator) if fixed is None else \
-                _subset(fixed, batch, generator)
+            if fixed is not None:
+                prompts = _subset(fixed, batch, generator)
+            elif curriculum is not None:
+                prompts = curriculum_prompts(task, *curriculum.at(step), batch, generator)
+            else:
+                prompts = task.sample_prompts(batch, generator)
             yhat: torch.Tensor = model(prompts.X, prompts.y, prompts.x_q)
             return (yhat - prompts.y_q).square().mean()
 
