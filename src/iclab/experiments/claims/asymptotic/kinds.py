@@ -176,7 +176,8 @@ class LuAsymptoticClaim(ClaimKind):
                     spec, what, holds, f"gap |theory - simulation| at d={dims[-1]} (theory "
                     f"column: the gap at d={dims[0]}); holds when below it or within "
                     f"{spec.separation:g} standard errors of 0", last, first,
-                    f"gap(d={dims[-1]}) < gap(d={dims[0]})"))
+                    f"gap(d={dims[-1]}) < gap(d={dims[0]}) or <= "
+                    f"{spec.separation:g} se"))
             return claims
         grid, sims = data["grid"], data["sims"]
         if measure == "double-descent":
