@@ -28,8 +28,9 @@ class TransformerOptions:
                              "(seeded; 0: none).", minimum=0, maximum=0.9)
     max_examples: int = setting(128, "Longest prompt (examples, the query included) the "
                                 "learned positions cover.", minimum=1, maximum=100_000)
-    init_scale: float = setting(0.02, "Standard deviation of the initial weights (GPT-2: "
-                                "0.02).", minimum=0, maximum=10.0, strict=True)
+    init_scale: float = setting(0.1, "Standard deviation of the initial weights (GPT-2: "
+                                "0.02, which at this scale sits on the loss plateau for "
+                                "thousands of steps).", minimum=0, maximum=10.0, strict=True)
     bfloat16: bool = setting(False, "bfloat16 autocast on cuda (ignored on the CPU).")
 
     def check(self, d: int) -> None:
