@@ -85,7 +85,7 @@ class Transformer(Model):
         """Small batches of whole prompts, Adam at 1e-3 with a short warm-up and gradient
         clipping (docs/guide/transformers.md: d = 5, n = 20 in a few CPU minutes)."""
         return {"batch": 64, "lr": 0.001, "steps": 4000, "warmup": 200, "clip_grad": 1.0,
-                "eval_prompts": 10_000}
+                "eval_prompts": 4000}
 
     @classmethod
     def check_prompt_length(cls, options: Any, n: int) -> None:
