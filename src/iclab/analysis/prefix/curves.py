@@ -118,9 +118,10 @@ def prefix_curves(model: Model, task: TaskFamily, prompts: int, seed: int) -> di
 
 
 def prefix_summary(curves: dict[str, Any]) -> dict[str, Any]:
-    """result.json's prefix keys: the model's error / d at k = d and k = 2d (where <= n) and
-    its ratio to least squares' there (null where least squares' error is below 1e-12 of
-    d, as at sigma = 0 and k >= d, where the ratio means nothing)."""
+    """result.json's prefix keys: the model's error / d at k = d and k = 2d (where <= n), its
+    standard error, least squares' error / d there and the ratio of the two (null where least
+    squares' error / d is below 1e-8, numerically 0, as at sigma = 0 and k >= d, where the
+    ratio means nothing)."""
     rows, d = curves["rows"], curves["d"]
     out: dict[str, Any] = {}
     for label, k in (("d", d), ("2d", 2 * d)):
@@ -132,5 +133,5 @@ def prefix_summary(curves: dict[str, Any]) -> dict[str, Any]:
         out[f"prefix_error_at_{label}_stderr"] = row.get(f"{MODEL}_stderr")
         out[f"prefix_ols_error_at_{label}"] = ols
         out[f"prefix_ratio_to_ols_at_{label}"] = (
-            model / ols if model is not None and ols is not None and ols > 1e-12 else None)
+            model / ols if model is not None and ols is not None and ols > 1e-8 else None)
     return out
