@@ -69,3 +69,19 @@ def test_auto_device_and_the_width_hint(tmp_path: Path,
     err = capsys.readouterr().err
     assert code == 2 and "--relu-width" in err and err.count("\n") == 1
     assert math.isfinite(json.loads((out / "result.json").read_text())["test_loss"])
+
+
+@pytest.mark.slow
+def test_a_small_transformer_learns_in_context(tmp_path: Path) -> None:
+    """800 steps at d = 2, n = 8 (about 8 s of CPU): Garg et al.'s picture in small, the
+    curve starts at the prior's error and ends far below averaging's, which is exact here
+    ((d + 1)/k, docs/theory.md section 17.2)."""
+    out = tmp_path / "small"
+    assert main(["train", "--model", "transformer", "--layers", "2", "--width", "32", "--d",
+                 "2", "--n", "8", "--steps", "800", "--eval-prompts", "2000", "--quiet",
+                 "--out", str(out)]) == 0
+    rows = json.loads((out / "prefix.json").read_text())["rows"]
+    assert abs(rows[0]["model"] - 1.0) <= 4 * rows[0]["model_stderr"] + 0.02
+    for k in (4, 8):  # 2d and n
+        assert rows[k]["model"] < 0.5 * (3 / k)
+        assert rows[k]["model"] < 0.5 * rows[1]["model"]
