@@ -1,4 +1,5 @@
-"""Training on every family: config validation, the train CLI's --family/--width, result keys."""
+"""Training on every family: config validation, the train CLI's --family/--relu-width,
+result keys."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def test_config_families_and_samplers() -> None:
 def test_train_cli_on_a_nonlinear_family(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
-    argv = ["train", "--family", "two-layer-relu", "--width", "4", "--d", "2", "--n", "4",
+    argv = ["train", "--family", "two-layer-relu", "--relu-width", "4", "--d", "2", "--n", "4",
             "--sigma", "0.1", "--steps", "20", "--batch", "128", "--eval-prompts", "1000",
             "--quiet", "--out", str(out)]
     assert main(argv) == 0

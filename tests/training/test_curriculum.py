@@ -20,6 +20,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 class Recorder(torch.nn.Module):
     """Stands in for a model: records every prompt it reads, predicts 0."""
 
+    has_prefix_predictions = False
+
     def __init__(self) -> None:
         super().__init__()
         self.seen: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []

@@ -12,6 +12,9 @@ import torch
 
 from iclab.utils.batches import Prompts
 
+SENSITIVITY_CHUNK = 2048
+"""Prompts per backward pass of ``input_sensitivity``."""
+
 Predictor = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 """Anything mapping (X: (B, n, d), y: (B, n), x_q: (B, d)) to yhat: (B,)."""
 
@@ -31,13 +34,18 @@ def input_sensitivity(predictor: Predictor, prompts: Prompts) -> torch.Tensor:
     """d yhat / d x_q for every prompt: (B, d).
 
     Each prompt's prediction depends on its own x_q only, so the gradient of the batch sum
-    gives every prompt's sensitivity in one backward pass.
+    gives every prompt's sensitivity in one backward pass (one per ``SENSITIVITY_CHUNK``
+    prompts, which bounds the memory the backward pass keeps: a transformer's activations).
     """
-    x_q = prompts.x_q.detach().clone().requires_grad_(True)
-    with torch.enable_grad():
-        total = predictor(prompts.X, prompts.y, x_q).sum()
-        (gradient,) = torch.autograd.grad(total, x_q)
-    return gradient
+    parts = []
+    for start in range(0, prompts.x_q.shape[0], SENSITIVITY_CHUNK):
+        part = slice(start, start + SENSITIVITY_CHUNK)
+        x_q = prompts.x_q[part].detach().clone().requires_grad_(True)
+        with torch.enable_grad():
+            total = predictor(prompts.X[part], prompts.y[part], x_q).sum()
+            (gradient,) = torch.autograd.grad(total, x_q)
+        parts.append(gradient)
+    return torch.cat(parts)
 
 
 def input_sensitivity_cosine(model: Predictor, reference: Predictor, prompts: Prompts) -> float:

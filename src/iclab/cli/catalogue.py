@@ -26,7 +26,9 @@ def model_rows(registry: ModelRegistry) -> list[dict[str, Any]]:
                      "options": options,
                      "capabilities": {"readout": model_class.has_readout,
                                       "statistics": model_class.has_statistics,
-                                      "exact_loss": model_class.has_exact_loss}})
+                                      "exact_loss": model_class.has_exact_loss,
+                                      "prefix_predictions":
+                                          model_class.has_prefix_predictions}})
     return rows
 
 

@@ -126,8 +126,10 @@ def config_from_options(values: dict[str, Any], registry: ModelRegistry) -> Trai
         if name in others and name not in model_fields:
             takers = [m.name for m in registry.models()
                       if name in field_infos(m.options_class)]
+            hint = "; the two-layer-relu family's width is --relu-width" \
+                if name == "width" else ""
             raise ConfigError(f"{flag_name(name)} applies only to model "
-                              f"{' or '.join(takers)}, not {model_name!r}")
+                              f"{' or '.join(takers)}, not {model_name!r}{hint}")
     scalars = {k: v for k, v in given.items() if k not in COVARIANCES}
     if model_name != DEFAULT_MODEL:
         scalars["model"] = model_name

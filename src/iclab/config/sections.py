@@ -12,9 +12,14 @@ from iclab.tasks.covariate_laws import DEFAULT_LAW
 from iclab.tasks.pool.pool import MAX_POOL
 from iclab.utils.fields import REQUIRED, field_infos, setting
 
+LEGACY_RELU_WIDTH = "width"
+"""The key of ``TaskConfig.relu_width`` before it was renamed (a model's option, the
+transformer's, now has that name): for a model without a ``width`` option the JSON form keeps
+the old key, so config files and config hashes of earlier runs stay the same
+(``iclab.config.train.TrainConfig.to_json``)."""
 SAMPLERS = ("auto", "statistics", "prompts")
 SCHEDULES = ("cosine", "constant")
-DEVICES = ("cpu", "cuda")
+DEVICES = ("cpu", "cuda", "auto")
 MEMORY_LIMIT_BYTES = 8 * 1024**3
 """The largest batch of whole prompts (float32) a run may ask for: 8 GiB."""
 
@@ -32,8 +37,8 @@ class TaskConfig:
         None, "Sigma_w as a (d, d) .npy file (linear-gaussian only).")
     family: str = setting("linear-gaussian", "Task family: a registered name (iclab families) "
                           "or MODULE:FUNCTION or FILE.py:FUNCTION.")
-    width: int | None = setting(None, "Hidden width m of two-layer-relu [default: 8].",
-                                minimum=1, maximum=100_000)
+    relu_width: int | None = setting(None, "Hidden width m of two-layer-relu [default: 8].",
+                                     minimum=1, maximum=100_000, omit_default=True)
     x_law: str = setting(
         DEFAULT_LAW, "Law of the covariates, x = Sigma_x^(1/2) z: gaussian, uniform, rademacher, "
         "laplace, student-t:NU (NU > 4) or MODULE:FUNCTION (linear-gaussian only).",
@@ -112,7 +117,8 @@ class RunConfig:
     """Seed, device and bookkeeping."""
 
     seed: int = setting(0, "Seed of every random draw.", minimum=0, maximum=2**62)
-    device: str = setting("cpu", "cpu or cuda.", choices=DEVICES)
+    device: str = setting("cpu", "cpu, cuda, or auto (cuda where available, else "
+                          "cpu).", choices=DEVICES)
     checkpoint_every: int = setting(500, "Steps between checkpoints.", minimum=1,
                                     maximum=100_000_000)
     log_every: int = setting(50, "Steps between metrics lines.", minimum=1,

@@ -21,6 +21,7 @@ import numpy as np
 
 from iclab.config.sections import (
     DEFAULT_MODEL,
+    LEGACY_RELU_WIDTH,
     MEMORY_LIMIT_BYTES,
     MODEL_KEY,
     OptimConfig,
@@ -44,6 +45,28 @@ from iclab.utils.fields import field_infos, from_flat, to_flat, validate
 def supports_statistics(task: TaskFamily, model_class: type[Model]) -> bool:
     """Whether the family can draw the sufficient statistics the model reads."""
     return shared_statistics_kind(task, model_class) is not None
+
+
+def _among(values: dict[str, Any], section: type) -> dict[str, Any]:
+    """The entries of ``values`` that are fields of ``section``."""
+    keys = field_infos(section)
+    return {key: value for key, value in values.items() if key in keys}
+
+
+def _legacy_relu_width(data: dict[str, Any], model_class: type[Model]) -> dict[str, Any]:
+    """``data`` with the old key ``width`` read as relu_width, for a model that has no
+    ``width`` option (config files written before the rename); unchanged otherwise."""
+    if LEGACY_RELU_WIDTH not in data or LEGACY_RELU_WIDTH in field_infos(
+            model_class.options_class):
+        return data
+    rest = {key: value for key, value in data.items() if key != LEGACY_RELU_WIDTH}
+    value = data[LEGACY_RELU_WIDTH]
+    if value is None:
+        return rest
+    if rest.get("relu_width") not in (None, value):
+        raise ConfigError(f"width (the old name of relu_width) = {value!r} and relu_width = "
+                          f"{rest['relu_width']!r} disagree; give relu_width only")
+    return {**rest, "relu_width": value}
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that determines a training run: task, model (name and options), optimiser,
@@ -64,8 +87,13 @@ class TrainConfig:
     # --- the JSON form -------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        """The flat JSON form (iclab 0.1 keys; ``model`` only when not lsa)."""
+        """The flat JSON form (iclab 0.1 keys; ``model`` only when not lsa). relu_width is
+        written under its old key ``width`` (null when unset) for a model without a ``width``
+        option, so config files and hashes of runs made before the rename stay the same;
+        as ``relu_width`` (when set) for a model that has one (the transformer)."""
         out: dict[str, Any] = {**to_flat(self.task)}
+        if LEGACY_RELU_WIDTH not in field_infos(type(self.model)):  # iclab 0.1's key
+            out[LEGACY_RELU_WIDTH] = out.pop("relu_width", None)
         if self.model_name != DEFAULT_MODEL:
             out[MODEL_KEY] = self.model_name
         out.update(to_flat(self.model))
@@ -81,6 +109,7 @@ class TrainConfig:
         registry = models or ModelRegistry()
         model_name = data.get(MODEL_KEY, DEFAULT_MODEL)
         model_class = registry.get(model_name)
+        data = _legacy_relu_width(data, model_class)
         known = {*section_fields(), MODEL_KEY, *field_infos(model_class.options_class)}
         unknown = sorted(str(key) for key in set(data) - known)
         if unknown:
@@ -88,13 +117,11 @@ class TrainConfig:
                               f"allowed: {sorted(known)}")
         try:
             options = from_flat(model_class.options_class, data)
-            optim_keys = field_infos(OptimConfig)
-            suggested = {key: value for key, value in model_class.training_defaults(options)
-                         .items() if key in optim_keys}
+            suggested = model_class.training_defaults(options)
             return cls(
                 task=from_flat(TaskConfig, data, required=("d", "n")),
-                optim=from_flat(OptimConfig, {**suggested, **data}),
-                run=from_flat(RunConfig, data),
+                optim=from_flat(OptimConfig, {**_among(suggested, OptimConfig), **data}),
+                run=from_flat(RunConfig, {**_among(suggested, RunConfig), **data}),
                 model_name=model_name,
                 model=options,
             )
@@ -129,7 +156,7 @@ class TrainConfig:
 
         law = {} if t.x_law == DEFAULT_LAW else {"x_law": t.x_law}
         family = (families or FamilyRegistry()).make_family(
-            t.family, t.d, t.n, float(t.sigma), t.width, matrix(t.cov_x), matrix(t.cov_w),
+            t.family, t.d, t.n, float(t.sigma), t.relu_width, matrix(t.cov_x), matrix(t.cov_w),
             **law, context_correlation=t.context_correlation,
             context_covariance=matrix(t.context_covariance), sparsity=t.sparsity,
             tree_depth=t.tree_depth, network_width=t.network_width)
@@ -186,6 +213,7 @@ class TrainConfig:
             validate(section)
         (families or FamilyRegistry()).check_name(self.task.family)
         model_class = self.built_class(models)
+        model_class.check_prompt_length(self.model, self.task.n)
         self._check_size()
         task = self.make_task(families)
         probe_plugins(self.model_class(models), self.model_name, self.task.d, self.task.n,

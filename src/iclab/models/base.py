@@ -21,6 +21,10 @@ columns), and declares what else it can do, like ``torch.distributions`` declare
   ``forward_statistics``);
 - ``has_exact_loss``: ``exact_loss(task)`` is the exact population loss on a Gaussian family
   (a differentiable float64 scalar), so ``iclab train --exact`` applies;
+- ``has_prefix_predictions``: ``predict_prefixes(X, y)`` gives, for a prompt of n examples,
+  the n predictions of y_i from the examples before i and x_i, in one pass (the
+  ``transformer``); training then averages the loss over every prefix, and ``iclab train``
+  writes the prefix curves (``iclab.analysis.prefix``);
 
 and ``prepare_for_task(task)`` is called once by the trainer before the first step (the
 ``lsa`` model uses it to keep its nuisance weights at 0 where the family's optimum provably
@@ -61,6 +65,7 @@ class Model(nn.Module):
     more than one (empty: ``statistics_kind`` alone); the trainer draws the first kind the
     family can (``iclab.utils.batches.shared_statistics_kind``)."""
     has_exact_loss: ClassVar[bool] = False
+    has_prefix_predictions: ClassVar[bool] = False
 
     @classmethod
     def create(
@@ -88,14 +93,24 @@ class Model(nn.Module):
 
     @classmethod
     def training_defaults(cls, options: Any) -> dict[str, Any]:
-        """Optimiser settings (``iclab.config.train.OptimConfig`` keys: steps, batch, lr, ...)
-        that suit this model better than the global defaults; a user's explicit setting
-        always wins. Empty by default."""
+        """Optimiser settings (``iclab.config.train.OptimConfig`` keys: steps, batch, lr, ...,
+        and ``eval_prompts`` of ``RunConfig``) that suit this model better than the global
+        defaults; a user's explicit setting always wins. Empty by default."""
         return {}
+
+    @classmethod
+    def check_prompt_length(cls, options: Any, n: int) -> None:
+        """ConfigError (one line) if the model of ``options`` cannot read prompts of n
+        examples (a model with learned positions); nothing by default."""
 
     def forward(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
         """X: (B, n, d), y: (B, n), x_q: (B, d) -> yhat: (B,)."""
         raise NotImplementedError
+
+    def predict_prefixes(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """X: (B, n, d), y: (B, n) -> (B, n): entry i predicts y_i from the examples before
+        i and x_i (``has_prefix_predictions`` models)."""
+        raise NotImplementedError(f"model {self.name} has no prefix predictions")
 
     def readout(self, n: int) -> LinearReadout:
         """The linear algorithm implemented at prompt length n (``has_readout`` models)."""
@@ -148,6 +163,7 @@ def capabilities_of(model_class: type[Model]) -> dict[str, bool]:
         "readout": bool(model_class.has_readout),
         "statistics": bool(model_class.has_statistics),
         "exact_loss": bool(model_class.has_exact_loss),
+        "prefix_predictions": bool(model_class.has_prefix_predictions),
     }
 
 

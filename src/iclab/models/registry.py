@@ -75,6 +75,8 @@ def register_builtin_models(registry: ModelRegistry) -> None:
     """Register iclab's own models on ``registry``, exactly as a user registers theirs."""
     from iclab.models.lsa.layer import LinearSelfAttention
     from iclab.models.softmax import SoftmaxAttention
+    from iclab.models.transformer.model import Transformer
 
     registry.register(LinearSelfAttention)
     registry.register(SoftmaxAttention)
+    registry.register(Transformer)

@@ -16,6 +16,8 @@ from typing import Any
 
 from iclab.analysis.depth_verdict import judge_depth
 from iclab.analysis.evaluate import evaluate
+from iclab.analysis.prefix.curves import PREFIX_PROMPTS, prefix_curves, prefix_summary
+from iclab.analysis.prefix.outputs import write_prefix_outputs
 from iclab.analysis.verdict import judge
 from iclab.config.train import TrainConfig
 from iclab.models.probe import is_builtin
@@ -62,6 +64,12 @@ def run_training(
     with _plugin_failures(plugins, path, "evaluating the trained model"):
         result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed,
                           depth)
+        if trained.model.has_prefix_predictions:  # the error at every k = 0..n
+            curves = prefix_curves(trained.model, task,
+                                   min(PREFIX_PROMPTS, config.run.eval_prompts), config.run.seed)
+            write_prefix_outputs(RunFolder(path).prefix_files, curves,
+                                 title=f"{config.model_name}, {config.task.family}")
+            result.update(prefix_summary(curves))
     result.update(judge(result, linear=trained.model.has_readout))
     if depth is not None:  # an L-layer stack: judged against the optimal L-step GD
         result.update(judge_depth(result, sparse="layer_steps" in result))

@@ -64,10 +64,27 @@ class TrainedModel:
 
 
 def resolve_device(name: str) -> torch.device:
-    """torch.device for "cpu" or "cuda", refusing cuda where it is not available."""
+    """torch.device for "cpu", "cuda" or "auto" (cuda where available, else cpu), refusing
+    cuda where it is not available."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device cuda was asked for but CUDA is not available here; use cpu")
     return torch.device(name)
+
+
+def _to_host(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The tensors on the CPU, contiguous; from a GPU through pinned buffers with non-blocking
+    copies and one synchronisation at the end."""
+    on_gpu = [t for t in tensors.values() if t.device.type == "cuda"]
+    if not on_gpu:
+        return {name: t.detach().contiguous() for name, t in tensors.items()}
+    out = {}
+    for name, t in tensors.items():
+        host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+        out[name] = host.copy_(t.detach(), non_blocking=True)
+    torch.cuda.synchronize()
+    return out
 
 
 def build_model(
@@ -192,7 +209,7 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
     if not all(torch.isfinite(p).all() for p in model.parameters()):
         raise TrainingDivergedError("training ended with non-finite weights; no result is "
                                     "written: try a smaller --lr with --restart")
-    state = {name: t.detach().cpu().contiguous() for name, t in model.state_dict().items()}
+    state = _to_host(model.state_dict())
     checksum = folder.write_model(state, config.to_json())
     save_checkpoint(folder.checkpoint, model, optimizer, steps, config.run.seed, config_hash)
     return TrainedModel(model, sampler, time.perf_counter() - started, checksum)

@@ -1,7 +1,9 @@
 """The per-step training loss: a fresh batch from (seed, step), then mean squared error.
 
 Which path a step takes is asked of the family and the model, never assumed: sufficient
-statistics (``family.statistics`` and ``model.has_statistics``), whole prompts (every model),
+statistics (``family.statistics`` and ``model.has_statistics``), whole prompts (every model;
+a model with ``has_prefix_predictions`` is scored on the mean over every prefix of the
+prompt with its query, k = 0..n examples before the prediction),
 or the exact population loss (``family.gaussian`` and ``model.has_exact_loss``).
 
 An objective returns either a differentiable loss, which the step backpropagates, or, where
@@ -83,6 +85,10 @@ def make_objective(
                 prompts = curriculum_prompts(task, *curriculum.at(step), batch, generator)
             else:
                 prompts = task.sample_prompts(batch, generator)
+            if model.has_prefix_predictions:  # every prefix: y_i from examples < i and x_i
+                X = torch.cat([prompts.X, prompts.x_q[:, None]], dim=1)     # (B, n+1, d)
+                y = torch.cat([prompts.y, prompts.y_q[:, None]], dim=1)     # (B, n+1)
+                return (model.predict_prefixes(X, y) - y).square().mean()
             yhat: torch.Tensor = model(prompts.X, prompts.y, prompts.x_q)
             return (yhat - prompts.y_q).square().mean()
 

@@ -6,6 +6,8 @@
     model.safetensors        the trained weights; metadata "iclab": {"config", "checksum"}
     result.json              the numbers and the verdict, written atomically and last
     pool.npy                 a run with a task pool (--tasks, --task-pool): its (K, d) tasks
+    prefix.json, .csv, .png  the prefix curves of a model with prefix predictions
+                             (iclab.analysis.prefix), written before result.json
 
 Every writer in iclab (the trainer, ``iclab.runs``, the sweep's executors) names these files
 through this module only. Files are written atomically (``iclab.utils.io``): a reader sees the old
@@ -45,6 +47,10 @@ POOL = "pool.npy"
 """A pooled run's tasks, (K, d) float64 (written before training; the config holds them or
 the seed they are drawn from)."""
 RUN_FILES = (CONFIG, METRICS, CHECKPOINT, MODEL, RESULT)
+PREFIX_JSON, PREFIX_CSV, PREFIX_PNG = "prefix.json", "prefix.csv", "prefix.png"
+PREFIX_FILES = (PREFIX_JSON, PREFIX_CSV, PREFIX_PNG)
+"""The prefix curves (``iclab.analysis.prefix``) of a run whose model predicts at every
+prefix."""
 RESUME_FILES = (CONFIG, METRICS, CHECKPOINT)
 """What an unfinished run resumes from: its config, its metrics so far, its last checkpoint."""
 MODEL_METADATA = "iclab"
@@ -126,6 +132,11 @@ class RunFolder:
     @property
     def result(self) -> Path:
         return self.path / RESULT
+
+    @property
+    def prefix_files(self) -> tuple[Path, Path, Path]:
+        """prefix.json, prefix.csv, prefix.png."""
+        return (self.path / PREFIX_JSON, self.path / PREFIX_CSV, self.path / PREFIX_PNG)
 
     @property
     def finished(self) -> bool:
@@ -229,7 +240,7 @@ class RunFolder:
 
     def remove_run_files(self) -> None:
         """Remove everything but config.json (for --restart)."""
-        for name in (METRICS, CHECKPOINT, MODEL, RESULT):
+        for name in (METRICS, CHECKPOINT, MODEL, RESULT, *PREFIX_FILES):
             path = self.path / name
             if path.is_dir() and not path.is_symlink():
                 raise ConfigError(f"{path} is a folder, not iclab's file; remove it by hand")

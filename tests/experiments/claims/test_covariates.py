@@ -150,4 +150,4 @@ def test_reproduce_quick_keeps_fewer_covariate_points_in_a_short_file() -> None:
     assert [len(p) for p in points.values()] == [2, 1, 2]  # 1 seed each
     assert any(c.section == "Covariates" for c in spec.claims)
     text = resources.files("iclab.experiments.specs").joinpath("reproduce-quick.toml")
-    assert len(text.read_text().splitlines()) <= 64
+    assert len(text.read_text().splitlines()) <= 68

@@ -83,14 +83,14 @@ def format_steps(steps: MultiStepOptimum) -> str:
 
 def task_of(given: dict[str, Any], families: FamilyRegistry) -> tuple[TaskConfig, TaskFamily]:
     """The task's declared fields (those given; the rest at their declared defaults) and the
-    family they make, built once. d, n, sigma and width are checked against their declared
+    family they make, built once. d, n, sigma and relu_width are checked against their declared
     bounds (those of iclab train) and the family's name and files' applicability before any
     .npy file is read; the family checks its own parameters (x_law, context_correlation)."""
     infos = field_infos(TaskConfig)
     for name in ("d", "n"):
         if name not in given:
             raise ConfigError(f"{flag_name(name)} is required")
-    for name in ("d", "n", "sigma", "width"):
+    for name in ("d", "n", "sigma", "relu_width"):
         if name in given:
             check_value(name, given[name], infos[name][1])
     family = given.get("family", TaskConfig.family)

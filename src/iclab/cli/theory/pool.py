@@ -20,7 +20,8 @@ from iclab.theory.population import PopulationLoss
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import check_value, coerce, field_infos
 
-OTHERS = ("family", "width", "x_law", "context_correlation", "context_covariance")
+OTHERS = ("family", "relu_width", "sparsity", "tree_depth", "network_width", "x_law",
+          "context_correlation", "context_covariance")
 """Task options a pool does not take (its family is linear-gaussian with Gaussian x)."""
 
 
@@ -39,7 +40,8 @@ def pool_theory(given: dict[str, Any], seed: int, as_json: bool) -> None:
     extra = [flag_name(key) for key in OTHERS if key in given and
              given[key] != getattr(TaskConfig, key, None)]
     if extra:
-        raise ConfigError(f"{', '.join(extra)} do not apply to a task pool (linear-gaussian "
+        verb = "does" if len(extra) == 1 else "do"
+        raise ConfigError(f"{', '.join(extra)} {verb} not apply to a task pool (linear-gaussian "
                           f"tasks with Gaussian x)")
     if "tasks" in given and "task_pool" in given:
         raise ConfigError("give --tasks or --task-pool, not both")

@@ -119,8 +119,11 @@ def describe(site: Site, depth: bool = False, omit: str = "") -> str:
              f"sigma={config['sigma']}"]
     parts += [f"{key}={config[key]}" for key in ("x_law", "context_correlation")
               if config.get(key) is not None]
-    if config.get("width") is not None:
-        parts.append(f"width={config['width']}")
+    relu_width = config.get("relu_width")  # its key was "width" before the transformer's
+    if relu_width is None and config.get("model") != "transformer":
+        relu_width = config.get("width")
+    if relu_width is not None:
+        parts.append(f"width={relu_width}")
     if config.get("model") is not None:
         parts.append(f"model={config['model']}")
     parts += [f"{key}={config[key]}" for key in DEPTH_KEYS if config.get(key) not in

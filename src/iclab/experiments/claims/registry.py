@@ -20,6 +20,7 @@ from iclab.experiments.claims.depth import DEPTH_KINDS
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.plugin_check import check_claim_kind, checked_claims
 from iclab.experiments.claims.pool import POOL_KINDS
+from iclab.experiments.claims.prefix.kind import PREFIX_KINDS
 from iclab.experiments.claims.shift import ShiftClaim
 from iclab.experiments.claims.shift_growth import ShiftGrowthClaim
 from iclab.experiments.claims.theorems import THEOREM_KINDS
@@ -82,7 +83,8 @@ class ClaimRegistry:
 def register_builtin_claims(registry: ClaimRegistry) -> None:
     """Register iclab's claim kinds, exactly as a new kind would be registered."""
     for kind_class in (*THEOREM_KINDS, ShiftClaim, ShiftGrowthClaim, *DEPTH_KINDS,
-                       *COVARIATE_KINDS, *POOL_KINDS, LuAsymptoticClaim):
+                       *COVARIATE_KINDS, *POOL_KINDS, LuAsymptoticClaim,
+                       *PREFIX_KINDS):
         registry.register(kind_class())
 
 

@@ -7,7 +7,8 @@ such as ``reproduce.toml``) and changes it:
 - ``[defaults]``, ``[covariances]``, ``[sections]``: merged key by key, the extending spec's
   keys winning;
 - ``[[groups]]``: a group whose name is in the base updates that group key by key (``drop =
-  true`` removes it); a new name is added; ``[override_groups]`` sets keys in every group,
+  true`` removes it, and the base's claims on it); a new name is added;
+  ``[override_groups]`` sets keys in every group,
   except the keys the extending spec gives for that group itself;
 - ``[[claims]]``: the base's claims, each updated by ``[override_claims]`` (a tolerance, say),
   then the extending spec's own claims. ``override_claims`` is a table, or a list of tables
@@ -107,8 +108,11 @@ def merge(base: dict[str, Any], child: dict[str, Any], source: str) -> dict[str,
     merged["groups"] = _merge_groups(_list_of_tables(base, "groups", source),
                                      _list_of_tables(child, "groups", source),
                                      _table(child, "override_groups", source), source)
-    merged["claims"] = _override_claims(_list_of_tables(base, "claims", source),
-                                        _claim_overrides(child, source), source)
+    kept = {str(group.get("name")) for group in merged["groups"]}
+    inherited = [claim for claim in _list_of_tables(base, "claims", source)
+                 if claim.get("group") is None or str(claim.get("group")) in kept]
+    # a dropped group's claims go with it; a claim without a group (no runs) stays
+    merged["claims"] = _override_claims(inherited, _claim_overrides(child, source), source)
     merged["claims"] += _list_of_tables(child, "claims", source)
     if "measurements" in merged:
         override = _table(child, "override_measurements", source)

@@ -1,0 +1,1 @@
+"""Claim kinds that read a run's prefix curves (prefix.json, ``iclab.analysis.prefix``)."""

@@ -1,0 +1,1 @@
+"""Exact prefix curves: the expected error of in-context baselines at every context length."""
