@@ -8,8 +8,9 @@ y_(k+1) from examples 1..k and x_(k+1), averaged over the prompts, with its stan
   any other model is applied to each prefix (the prompt truncated to k examples, x_(k+1) as
   its query) for k >= 1, and has no point at k = 0;
 - the generic baselines (``iclab.algorithms.generic``) and the family's own
-  (``iclab.algorithms.family_baselines``), on the same prompts; every baseline predicts 0,
-  the prior mean, from an empty prompt (k = 0) without being called;
+  (``iclab.algorithms.family_baselines``), on the same prompts (the first ``max_prompts`` of
+  them for a slow per-prompt fit that declares it: ``predictor_prompts`` says how many); every
+  baseline predicts 0, the prior mean, from an empty prompt (k = 0) without being called;
 - the exact curves of ``iclab.theory.prefix`` for isotropic Gaussian prompts (least squares,
   averaging, and the Bayes predictor at sigma = 0); null where the expectation is infinite.
 
@@ -26,7 +27,7 @@ from typing import Any
 import torch
 
 from iclab.algorithms.base import InContextPredictor
-from iclab.algorithms.family_baselines import family_baselines
+from iclab.algorithms.family_baselines import family_baselines, prompt_limit
 from iclab.algorithms.generic import generic_baselines, standard_isotropic
 from iclab.models.base import Model
 from iclab.tasks.base import TaskFamily
@@ -65,6 +66,10 @@ def model_prefix_predictions(model: Model, X: torch.Tensor, y: torch.Tensor
 
 def _baseline_predictions(baseline: InContextPredictor, X: torch.Tensor, y: torch.Tensor
                           ) -> list[torch.Tensor]:
+    """The baseline's predictions at every k on the first ``prompt_limit`` prompts (all of
+    them but for the slow per-prompt fits, which declare ``max_prompts``)."""
+    used = prompt_limit(baseline, X.shape[0])
+    X, y = X[:used], y[:used]
     out = [X.new_zeros(X.shape[0])]
     out += [baseline.predict(X[:, :k], y[:, :k], X[:, k]) for k in range(1, X.shape[1])]
     return out
@@ -85,8 +90,8 @@ def exact_curves(task: TaskFamily) -> dict[str, list[float]]:
 
 def prefix_curves(model: Model, task: TaskFamily, prompts: int, seed: int) -> dict[str, Any]:
     """The prefix evaluation of ``model`` on ``prompts`` fresh prompts of ``task`` (module
-    docstring): {"d", "n", "sigma", "family", "prompts", "seed", "predictors", "exact",
-    "rows"}."""
+    docstring): {"d", "n", "sigma", "family", "prompts", "seed", "predictors",
+    "predictor_prompts", "exact", "rows"}."""
     model64 = copy.deepcopy(model).to("cpu", torch.float64).eval()
     batch = task.sample_prompts(prompts, make_generator(seed, "prefix")).to(torch.float64)
     X = torch.cat([batch.X, batch.x_q[:, None]], dim=1)                      # (P, n+1, d)
@@ -108,12 +113,14 @@ def prefix_curves(model: Model, task: TaskFamily, prompts: int, seed: int) -> di
                 row[name], row[f"{name}_stderr"] = None, None
             else:
                 row[name], row[f"{name}_stderr"] = _mean_and_stderr(
-                    (guess.to(torch.float64) - y[:, k]).square(), d)
+                    (guess.to(torch.float64) - y[:guess.shape[0], k]).square(), d)
         for name, curve in exact.items():
             row[f"{name}_exact"] = curve[k] if math.isfinite(curve[k]) else None
         rows.append(row)
     return {"d": d, "n": task.n, "sigma": float(task.sigma), "family": task.name,
             "prompts": prompts, "seed": seed, "predictors": list(predictions),
+            "predictor_prompts": {name: int(next(p for p in per_k if p is not None).shape[0])
+                                  for name, per_k in predictions.items()},
             "exact": list(exact), "rows": rows}
 
 
