@@ -184,7 +184,15 @@ class TrainConfig:
                 f"model {self.model_name!r}; use prompts or auto")
         if self.optim.exact:
             self._check_exact(task, model_class)
+        if self.optim.momentum and self.optim.optimizer != "sgd":
+            raise ConfigError(f"momentum applies to --optimizer sgd only; got optimizer "
+                              f"{self.optim.optimizer!r} with momentum {self.optim.momentum:g}")
         return self
+
+    def elapsed_time(self, steps: int) -> float:
+        """The gradient-flow time after ``steps`` steps: the sum of their learning rates
+        (lr x steps with a constant schedule; docs/guide/dynamics.md)."""
+        return math.fsum(self.learning_rate(step) for step in range(steps))
 
     def _law_note(self) -> str:
         """", x_law ..." / ", correlated contexts" where the linear family has them."""
@@ -214,7 +222,7 @@ class TrainConfig:
                 f"independent covariates, anisotropic) and a model with an exact loss; got "
                 f"family {self.task.family!r}{self._law_note()}, model {self.model_name!r}")
         defaults = OptimConfig()
-        for name in ("batch", "lr", "lr_schedule", "warmup", "sampler"):
+        for name in ("batch", "lr", "lr_schedule", "warmup", "sampler", "optimizer", "momentum"):
             default = getattr(defaults, name)
             if getattr(self.optim, name) != default:
                 raise ConfigError(

@@ -157,9 +157,13 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
     running = torch.zeros((), dtype=dtype, device=device)
     window: list[torch.Tensor] = []
     first_loss: float | None = None
+    sgd = config.optim.optimizer == "sgd"
+    elapsed = config.elapsed_time(completed) if sgd else 0.0
     with open(folder.metrics, "a") as metrics:
         for step in range(completed, steps):
             loss = train_step(step)
+            if sgd:
+                elapsed += config.learning_rate(step)
             if first_loss is None and step == 0:
                 first_loss = float(loss)
             running += loss
@@ -169,7 +173,10 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
                 count = done - max(completed, (done - 1) // log_every * log_every)
                 mean_loss = float(running) / count
                 running.zero_()
-                median = float(torch.stack(window).median())
+                stacked = torch.stack(window)
+                median = float(stacked.median())
+                spread = (float(stacked.double().std()) / math.sqrt(len(window))
+                          if sgd and len(window) > 1 else None)
                 window.clear()
                 if _diverged(median, first_loss):
                     bar.close()
@@ -179,6 +186,7 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
                         + f"; no result is written: try a smaller --lr (now "
                         f"{config.optim.lr:g}) with --restart or another --out")
                 record = {"step": done, "loss": mean_loss, "lr": config.learning_rate(step),
+                          **({"time": elapsed, "loss_stderr": spread} if sgd else {}),
                           **progress_metrics(model, task.n)}
                 metrics.write(json.dumps(record) + "\n")
                 metrics.flush()
