@@ -15,6 +15,12 @@ from iclab.models.registry import ModelRegistry
 from iclab.runs.dynamics import DEFAULT_REPLICATES, run_dir_dynamics, run_dynamics
 from iclab.utils.errors import ConfigError
 
+DEFAULT_BATCH = 2000
+"""Prompts per SGD step in ``iclab dynamics`` (SGD's stationary excess over the flow is
+O(lr / batch); docs/guide/dynamics.md)."""
+LOGGED_TIMES = 30
+"""``iclab dynamics`` logs every steps // 30 steps unless --log-every is given."""
+
 
 def format_summary(data: dict[str, Any]) -> str:
     """The plateaus, the final loss against L*, and the drop times."""
@@ -45,7 +51,8 @@ def make_dynamics_command(registry: ModelRegistry) -> click.Command:
         """SGD on sampled prompts and the exact gradient flow of the population loss from
         the same seeded start, at t = lr x step; or, with RUN_DIR, the flow beside a
         finished SGD run's metrics. Writes dynamics.json, dynamics.csv, dynamics.png in OUT
-        [default: RUN_DIR/dynamics, or dynamics-HASH]."""
+        [default: RUN_DIR/dynamics, or dynamics-HASH]. Defaults differ from iclab train's:
+        --optimizer sgd, --lr-schedule constant, --batch 2000, --log-every steps // 30."""
         given = {k: v for k, v in values.items() if v is not None}
         if run_dir is not None:
             if given or flow_only:
@@ -55,9 +62,10 @@ def make_dynamics_command(registry: ModelRegistry) -> click.Command:
         else:
             if values.get("d") is None or values.get("n") is None:
                 raise ConfigError("give --d and --n (or a RUN_DIR)")
-            values.setdefault("optimizer", None)
-            values["optimizer"] = values["optimizer"] or "sgd"
-            values["lr_schedule"] = values.get("lr_schedule") or "constant"
+            defaults = {"optimizer": "sgd", "lr_schedule": "constant", "batch": DEFAULT_BATCH,
+                        "log_every": max(1, (values.get("steps") or 1) // LOGGED_TIMES)}
+            for name, default in defaults.items():
+                values[name] = default if values.get(name) is None else values[name]
             config = config_from_options(dict(values), registry)
             data = run_dynamics(config, out or f"dynamics-{config.hash()}", flow_only,
                                 replicates, progress=not quiet)

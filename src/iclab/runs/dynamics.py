@@ -8,9 +8,13 @@ batch mean of (yhat - y_q)^2, an unbiased estimate of the exact loss E[(yhat - y
 
 The measured curve: ``replicates`` independent SGD runs from the run's seeded start, each on
 its own stream of batches (replicate r draws from seed + r; replicate 0 is exactly the batches
-``iclab train`` would draw), and the exact population loss of each iterate at the logged
-steps (no evaluation noise). ``sgd_loss`` is their mean and ``sgd_loss_stderr`` the standard
-error of that mean across replicates: what varies is SGD's sampling of batches.
+``iclab train`` would draw). At each logged step each replicate's iterate is measured on its
+own ``eval_prompts`` fresh prompts, as a test loss is: ``sgd_loss`` is the mean over
+replicates and ``sgd_loss_stderr`` the standard error of that mean across them (what varies:
+SGD's batches and the evaluation prompts). The exact population loss of the same iterates is
+kept too (``sgd_exact_loss``, its standard error across replicates): it resolves SGD's
+stationary excess over the flow, O(lr / batch), which the evaluated curve does not
+(docs/guide/dynamics.md).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
 from iclab.utils.threads import intra_op_threads
 
-DEFAULT_REPLICATES = 8
+DEFAULT_REPLICATES = 16
 MAX_REPLICATES = 1000
 
 
@@ -75,11 +79,21 @@ def logged_steps(config: TrainConfig) -> list[int]:
     return sorted({*range(every, steps + 1, every), steps})
 
 
+def _evaluated(model: Any, task: TaskFamily, prompts: int, seed: int, step: int) -> float:
+    """The mean squared error of ``model`` on ``prompts`` fresh prompts (seeded)."""
+    batch = task.sample_prompts(prompts, make_generator(seed, "dynamics-eval", step))
+    with torch.no_grad():
+        error = model(batch.X, batch.y, batch.x_q).double() - batch.y_q.double()
+    return float(error.square().mean())
+
+
 def sgd_curves(config: TrainConfig, task: TaskFamily, loss: HeadsLoss, replicates: int,
-               progress: bool) -> np.ndarray:
-    """(replicates, logged steps): the exact loss of each SGD replicate's iterate."""
+               progress: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(evaluated, exact), each (replicates, logged steps): each SGD replicate's iterate's
+    loss on fresh prompts and its exact population loss."""
     steps = logged_steps(config)
     out = np.empty((replicates, len(steps)))
+    evaluated = np.empty_like(out)
     bar = tqdm(total=replicates * config.optim.steps, disable=not progress, unit="step",
                desc="sgd", dynamic_ncols=True, mininterval=0.5)
     with intra_op_threads(1):
@@ -96,13 +110,21 @@ def sgd_curves(config: TrainConfig, task: TaskFamily, loss: HeadsLoss, replicate
                 train_step(step)
                 if step + 1 == steps[column]:
                     out[r, column] = loss.loss(loss.join(*model.raw_parameters()))
+                    evaluated[r, column] = _evaluated(model, task, config.run.eval_prompts,
+                                                      seed, step + 1)
                     column += 1
                 bar.update(1)
             if not np.all(np.isfinite(out[r])):
                 raise ConfigError(f"SGD diverged (replicate {r}); use a smaller --lr, now "
                                   f"{config.optim.lr:g}")
     bar.close()
-    return out
+    return evaluated, out
+
+
+def _mean_and_stderr(values: np.ndarray | None) -> tuple[Any, Any]:
+    if values is None:
+        return None, None
+    return values.mean(0).tolist(), (values.std(0, ddof=1) / math.sqrt(len(values))).tolist()
 
 
 def flow_drop_time(curve: FlowCurve) -> float:
@@ -137,7 +159,7 @@ def _flow_summary(config: TrainConfig, loss: HeadsLoss, theta0: np.ndarray,
 def _progress_bar(progress: bool, end: float) -> Any:
     bar = tqdm(total=1000, disable=not progress, desc="flow", dynamic_ncols=True,
                mininterval=0.5, unit="‰ of ln t")
-    start = [None]
+    start: list[float | None] = [None]
 
     def update(t: float) -> None:
         first = start[0] if start[0] is not None else t
@@ -162,17 +184,21 @@ def run_dynamics(config: TrainConfig, out: str | Path, flow_only: bool = False,
     theta0 = loss.join(*initial_model(config).raw_parameters())
     steps = logged_steps(config)
     times = np.array([config.elapsed_time(step) for step in steps])
-    sgd = None if flow_only else sgd_curves(config, task, loss, replicates, progress)
+    evaluated, exact = (None, None) if flow_only else sgd_curves(config, task, loss,
+                                                                 replicates, progress)
     bar, update = _progress_bar(progress, float(times[-1]))
     curve = flow_curve(loss, theta0, times, progress=update)
     bar.close()
     data: dict[str, Any] = {
         "times": times.tolist(), "steps": steps, "flow_loss": curve.losses.tolist(),
-        "sgd_loss": None if sgd is None else sgd.mean(0).tolist(),
-        "sgd_loss_stderr": None if sgd is None else
-        (sgd.std(0, ddof=1) / math.sqrt(replicates)).tolist(),
-        "replicates": None if sgd is None else replicates,
-        "measured": None if sgd is None else "exact loss of SGD iterates, replicate mean",
+        **dict(zip(("sgd_loss", "sgd_loss_stderr"), _mean_and_stderr(evaluated),
+                   strict=True)),
+        **dict(zip(("sgd_exact_loss", "sgd_exact_loss_stderr"), _mean_and_stderr(exact),
+                   strict=True)),
+        "replicates": None if flow_only else replicates,
+        "eval_prompts": None if flow_only else config.run.eval_prompts,
+        "measured": None if flow_only else "SGD iterates' loss on fresh prompts, "
+                                           "replicate mean",
         **_flow_summary(config, loss, theta0, curve), "config": config.to_json(),
     }
     write_dynamics(out_dir, data)

@@ -74,7 +74,8 @@ class MultiHeadLinearAttention(Model):
     def gamma(self) -> torch.Tensor:
         """Gamma = sum_h v_h W_h^T: (d, d), without the 1/n of a normalising model."""
         if self.W is not None:
-            return torch.tensordot(self.v, self.W, dims=1).T
+            merged: torch.Tensor = torch.tensordot(self.v, self.W, dims=1).T
+            return merged
         assert self.K is not None and self.Q is not None
         H, R, d = self.K.shape
         scaled = self.v.repeat_interleave(R)[:, None] * self.Q.reshape(H * R, d)

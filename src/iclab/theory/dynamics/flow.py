@@ -41,7 +41,7 @@ class FlowResult:
 
 
 def integrate(field: Callable[[np.ndarray], np.ndarray], theta0: np.ndarray,
-              times: Sequence[float], rtol: float = 1e-8, atol: float = 1e-12,
+              times: Sequence[float] | np.ndarray, rtol: float = 1e-8, atol: float = 1e-12,
               progress: Callable[[float], None] | None = None, t0: float = 0.0) -> FlowResult:
     """Integrate theta' = field(theta) from theta0 at t0 (default 0) to each of ``times``
     (increasing, >= t0); ``progress(t)`` is called after every accepted step."""
