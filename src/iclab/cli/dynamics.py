@@ -15,9 +15,10 @@ from iclab.models.registry import ModelRegistry
 from iclab.runs.dynamics import DEFAULT_REPLICATES, run_dir_dynamics, run_dynamics
 from iclab.utils.errors import ConfigError
 
-DEFAULT_BATCH = 2000
+DEFAULT_BATCH = 100
 """Prompts per SGD step in ``iclab dynamics`` (SGD's stationary excess over the flow is
-O(lr / batch); docs/guide/dynamics.md)."""
+O(lr / batch), its lag at a drop O(lr), below its noise when lr x batch is small;
+docs/guide/dynamics.md)."""
 LOGGED_TIMES = 30
 """``iclab dynamics`` logs every steps // 30 steps unless --log-every is given."""
 
@@ -52,7 +53,7 @@ def make_dynamics_command(registry: ModelRegistry) -> click.Command:
         the same seeded start, at t = lr x step; or, with RUN_DIR, the flow beside a
         finished SGD run's metrics. Writes dynamics.json, dynamics.csv, dynamics.png in OUT
         [default: RUN_DIR/dynamics, or dynamics-HASH]. Defaults differ from iclab train's:
-        --optimizer sgd, --lr-schedule constant, --batch 2000, --log-every steps // 30."""
+        --optimizer sgd, --lr-schedule constant, --batch 100, --log-every steps // 30."""
         given = {k: v for k, v in values.items() if v is not None}
         if run_dir is not None:
             if given or flow_only:
