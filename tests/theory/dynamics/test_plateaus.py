@@ -27,25 +27,30 @@ def _best_rank_k(n: int, sigma: float, sigma_x: np.ndarray, sigma_w: np.ndarray,
     best: tuple[float, np.ndarray] = (np.inf, np.zeros((d, d)))
     generator = torch.Generator().manual_seed(k)
     for _ in range(restarts):
-        A = (0.1 * torch.randn(d, k, generator=generator, dtype=torch.float64)).requires_grad_()
-        B = (0.1 * torch.randn(d, k, generator=generator, dtype=torch.float64)).requires_grad_()
-        optimiser = torch.optim.LBFGS([A, B], max_iter=3000, tolerance_grad=1e-14,
-                                      tolerance_change=1e-16, history_size=50,
-                                      line_search_fn="strong_wolfe")
-
-        def closure() -> torch.Tensor:
-            optimiser.zero_grad()
-            gamma = A @ B.T
-            value = exact(u, torch.cat([gamma.T, torch.zeros(1, d, dtype=torch.float64)]))
-            value.backward()  # type: ignore[no-untyped-call]
-            return value
-
-        for _ in range(5):
-            optimiser.step(closure)  # type: ignore[no-untyped-call]
-        value = float(closure())
-        if value < best[0]:
-            best = (value, (A @ B.T).detach().numpy())
+        found = _fit_once(exact, u, d, k, generator)
+        if found[0] < best[0]:
+            best = found
     return best
+
+
+def _fit_once(exact: PopulationLoss, u: torch.Tensor, d: int, k: int,
+              generator: torch.Generator) -> tuple[float, np.ndarray]:
+    A = (0.1 * torch.randn(d, k, generator=generator, dtype=torch.float64)).requires_grad_()
+    B = (0.1 * torch.randn(d, k, generator=generator, dtype=torch.float64)).requires_grad_()
+    optimiser = torch.optim.LBFGS([A, B], max_iter=3000, tolerance_grad=1e-14,
+                                  tolerance_change=1e-16, history_size=50,
+                                  line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        optimiser.zero_grad()
+        gamma = A @ B.T
+        value = exact(u, torch.cat([gamma.T, torch.zeros(1, d, dtype=torch.float64)]))
+        value.backward()  # type: ignore[no-untyped-call]
+        return value
+
+    for _ in range(5):
+        optimiser.step(closure)  # type: ignore[no-untyped-call]
+    return float(closure()), (A @ B.T).detach().numpy()
 
 
 def test_rank_k_losses_match_brute_force_and_end_at_the_optimum() -> None:
