@@ -1,6 +1,7 @@
-"""The ``dynamics`` claim kind: one claim per site (the first seed's run) from the dynamics
-measurement (``iclab.runs.dynamics.run_dynamics`` on the run's config: SGD replicates from
-the run's start and the exact gradient flow; dynamics.json in the run folder).
+"""The ``dynamics`` claim kind: one claim per site, holding when it holds for every seed's
+run (the value: the worst seed's), from the dynamics measurement
+(``iclab.runs.dynamics.run_dynamics`` on the run's config: SGD replicates from the run's start
+and the exact gradient flow; dynamics.json in the run folder).
 
 Options (``claim``):
 - ``sgd-matches-flow``: max over the logged times after the first of |sgd_loss - flow_loss| /
@@ -24,7 +25,7 @@ import numpy as np
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.parameters import ClaimParameter, integer
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
-from iclab.experiments.specs.results import Site, run_dir
+from iclab.experiments.specs.results import RunRecord, Site, run_dir
 from iclab.runs.dynamics import MAX_REPLICATES, run_dynamics
 from iclab.runs.dynamics_output import JSON_NAME, PNG_NAME
 from iclab.runs.folder import read_finished_run
@@ -54,12 +55,12 @@ class DynamicsMeasurement:
                      replicates=max(self.replicates, 2), progress=False)
 
 
-def measured(spec: ClaimSpec, site: Site, context: ClaimContext) -> dict[str, Any]:
-    """dynamics.json of the site's first run (read once per context)."""
+def measured(spec: ClaimSpec, record: RunRecord, context: ClaimContext) -> dict[str, Any]:
+    """dynamics.json of ``record``'s run (read once per context)."""
     if context.out_dir is None:
         raise ConfigError(f"the dynamics claim on group {spec.group!r} needs the sweep folder")
     measurement = DynamicsMeasurement(spec.parameters["replicates"])
-    run_folder = run_dir(context.out_dir, site.records[0].point.run_id)
+    run_folder = run_dir(context.out_dir, record.point.run_id)
     key = ("dynamics", str(measurement.folder(run_folder)))
     if key not in context.cache:
         if not measurement.is_done(run_folder):
@@ -95,47 +96,54 @@ class DynamicsClaim(ClaimKind):
         return (DynamicsMeasurement(parameters["replicates"]),)
 
     def check_site(self, spec: ClaimSpec, site: Site, context: ClaimContext) -> Claim:
-        data = measured(spec, site, context)
-        option = self.option(spec)
-        tol = spec.tolerance
+        verdicts = [self._verdict(spec, record, context) for record in site.records]
+        holds = all(verdict[0] for verdict in verdicts)
+        worst = max(verdicts, key=lambda verdict: (not verdict[0], abs(verdict[1])))
+        label = "" if self.option(spec) in ("plateaus", "merged-drop") else \
+            (f"{spec.tolerance:g} standard errors" if self.option(spec) == "sgd-matches-flow"
+             else f"{spec.tolerance:g}")
+        seeds = f"worst of {len(verdicts)} seed{'s' * (len(verdicts) > 1)}: "
+        return self.claim(spec, site, holds, seeds + worst[2], worst[1], 0.0, label)
+
+    def _verdict(self, spec: ClaimSpec, record: RunRecord,
+                 context: ClaimContext) -> tuple[bool, float, str]:
+        """(holds, value, what the value is) for one run."""
+        data = measured(spec, record, context)
+        option, tol = self.option(spec), spec.tolerance
         if option == "sgd-matches-flow":
             if data["sgd_loss"] is None:
                 raise ConfigError(f"group {spec.group!r}: sgd-matches-flow needs replicates "
                                   f">= 2")
             z = [abs(s - f) / e for s, f, e in zip(data["sgd_loss"][1:], data["flow_loss"][1:],
                                                     data["sgd_loss_stderr"][1:], strict=True)]
-            value = float(max(z))
-            return self.claim(spec, site, value <= tol,
-                              f"max over {len(z)} logged times of |SGD - flow| / stderr "
-                              f"({data['replicates']} replicates, {data['eval_prompts']} "
-                              f"prompts each)", value, 0.0, f"{tol:g} standard errors")
+            return (max(z) <= tol, float(max(z)),
+                    f"max over {len(z)} logged times of |SGD - flow| / stderr "
+                    f"({data['replicates']} replicates, {data['eval_prompts']} prompts each)")
         levels = data["rank_k_losses"]
         found = [(p["components"], p["loss"]) for p in data["plateaus"]]
+        ks = [k for k, _ in found]
         d = len(levels) - 1
         if option == "plateaus":
             gaps = [abs(loss / levels[k] - 1) if k is not None else np.inf
                     for k, loss in found]
             value = float(max(gaps, default=np.inf))
-            order = [k for k, _ in found] == list(range(d + 1))
-            return self.claim(spec, site, order and value <= tol,
-                              f"plateaus named k = {[k for k, _ in found]} (theory: 0..{d} in "
-                              f"order); value: largest |loss / L_k - 1|", value, 0.0)
+            return (ks == list(range(d + 1)) and value <= tol, value,
+                    f"plateaus named k = {ks} (theory: 0..{d} in order); value: largest "
+                    f"|loss / L_k - 1|")
         if option == "merged-drop":
             analytic = data["drop_time_analytic"]
             if analytic is None:
                 raise ConfigError(f"group {spec.group!r}: merged-drop needs merged heads on "
                                   f"white covariates (the analytic time applies there only)")
             value = data["drop_time_flow"] / analytic - 1
-            one = [k for k, _ in found] == [0, d]
-            return self.claim(spec, site, one and abs(value) <= tol,
-                              f"plateaus k = {[k for k, _ in found]} (one drop: [0, {d}]); "
-                              f"value: t_flow / t_analytic - 1, t_analytic = {analytic:.6g}",
-                              value, 0.0)
-        task = site.records[0].point.config.task
+            return (ks == [0, d] and abs(value) <= tol, value,
+                    f"plateaus k = {ks} (one drop: [0, {d}]); value: t_flow / t_analytic - 1, "
+                    f"t_analytic = {analytic:.6g}")
+        task = record.point.config.task
         cov_x = None if task.cov_x is None else np.asarray(task.cov_x, dtype=np.float64)
         cov_w = None if task.cov_w is None else np.asarray(task.cov_w, dtype=np.float64)
         star = gaussian_optimum(task.n, task.sigma, cov_x, cov_w, task.d).loss
         value = data["flow_final_loss"] / star - 1
-        return self.claim(spec, site, bool(data["flow_converged"]) and abs(value) <= tol,
-                          f"flow's loss at t = {data['flow_final_time']:.4g} / L* - 1 "
-                          f"(L* = {star:.10g})", value, 0.0, f"{tol:g}")
+        return (bool(data["flow_converged"]) and abs(value) <= tol, value,
+                f"flow's loss at t = {data['flow_final_time']:.4g} / L* - 1 "
+                f"(L* = {star:.10g})")
