@@ -192,6 +192,9 @@ class TrainConfig:
     def elapsed_time(self, steps: int) -> float:
         """The gradient-flow time after ``steps`` steps: the sum of their learning rates
         (lr x steps with a constant schedule; docs/guide/dynamics.md)."""
+        o = self.optim
+        if o.lr_schedule == "constant" and not o.warmup and not o.exact:
+            return o.lr * steps
         return math.fsum(self.learning_rate(step) for step in range(steps))
 
     def _law_note(self) -> str:

@@ -134,6 +134,13 @@ def _diverged(median: float, reference: float | None) -> bool:
     return reference is not None and median > DIVERGENCE_FACTOR * max(reference, 1e-12)
 
 
+def _time(config: TrainConfig, done: int, running: float) -> float:
+    """The flow time after ``done`` steps: exactly lr x done with a constant schedule, else the
+    running sum of the learning rates."""
+    constant = config.optim.lr_schedule == "constant" and not config.optim.warmup
+    return config.elapsed_time(done) if constant else running
+
+
 def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -> TrainedModel:
     started = time.perf_counter()
     folder = RunFolder(out_dir)
@@ -186,7 +193,8 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
                         + f"; no result is written: try a smaller --lr (now "
                         f"{config.optim.lr:g}) with --restart or another --out")
                 record = {"step": done, "loss": mean_loss, "lr": config.learning_rate(step),
-                          **({"time": elapsed, "loss_stderr": spread} if sgd else {}),
+                          **({"time": _time(config, done, elapsed), "loss_stderr": spread}
+                             if sgd else {}),
                           **progress_metrics(model, task.n)}
                 metrics.write(json.dumps(record) + "\n")
                 metrics.flush()
