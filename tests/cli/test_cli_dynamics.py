@@ -34,6 +34,7 @@ def test_train_with_sgd_logs_the_time_axis(tmp_path: Path) -> None:
      "needs the multi-head lsa model"),
     (["dynamics", *SMALL, "--optimizer", "adam"], "compares plain SGD"),
     (["dynamics", *SMALL, "--replicates", "1"], "--replicates must be"),
+    (["dynamics", *SMALL, "--momentum", "0.5"], "momentum 0"),
     (["dynamics", "--lr", "0.01"], "give --d and --n"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
+
+import pytest
 import torch
 
+import iclab.training.loop as loop
+from iclab.config.train import TrainConfig
+from iclab.runs import run_training as train
 from iclab.training.sgd import SGD
 
 
@@ -37,3 +45,34 @@ def test_a_step_is_theta_minus_lr_g_and_momentum_matches_torch() -> None:
         again = SGD(ours, lr=0.05, momentum=momentum)
         again.load_state_dict(state)
         assert again.param_groups[0]["momentum"] == momentum
+
+
+def test_an_interrupted_sgd_run_resumes_bit_identically(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SGD with momentum (its buffers in the checkpoint), the heads model, cosine schedule
+    (the time axis summed across the interruption)."""
+    config = TrainConfig.flat(d=3, n=6, sigma=0.5, steps=60, batch=128, checkpoint_every=20,
+                              log_every=10, eval_prompts=500, optimizer="sgd", momentum=0.9,
+                              lr=0.01, kq="separate", heads=2)
+    train(config, tmp_path / "clean", progress=False)
+    real_save = loop.save_checkpoint
+    calls = {"n": 0}
+
+    def save_then_die(*args: object, **kwargs: object) -> None:
+        real_save(*args, **kwargs)  # type: ignore[arg-type]
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop, "save_checkpoint", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, tmp_path / "resumed", progress=False)
+    monkeypatch.setattr(loop, "save_checkpoint", real_save)
+    train(config, tmp_path / "resumed", progress=False)
+    for name in ("model.safetensors", "metrics.jsonl"):
+        assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "clean" / name
+                                                              ).read_bytes()
+    times = [json.loads(line)["time"] for line in
+             (tmp_path / "clean" / "metrics.jsonl").read_text().splitlines()]
+    expected = [math.fsum(config.learning_rate(s) for s in range(k)) for k in range(10, 61, 10)]
+    assert times == pytest.approx(expected, rel=1e-12)

@@ -191,11 +191,15 @@ class TrainConfig:
 
     def elapsed_time(self, steps: int) -> float:
         """The gradient-flow time after ``steps`` steps: the sum of their learning rates
-        (lr x steps with a constant schedule; docs/guide/dynamics.md)."""
+        (lr x steps with a constant schedule; docs/guide/dynamics.md). Otherwise summed in
+        step order, as the trainer sums it, so a resumed run logs the same bits."""
         o = self.optim
         if o.lr_schedule == "constant" and not o.warmup and not o.exact:
             return o.lr * steps
-        return math.fsum(self.learning_rate(step) for step in range(steps))
+        total = 0.0
+        for step in range(steps):
+            total += self.learning_rate(step)
+        return total
 
     def _law_note(self) -> str:
         """", x_law ..." / ", correlated contexts" where the linear family has them."""

@@ -61,6 +61,9 @@ def check_dynamics_config(config: TrainConfig) -> tuple[TaskFamily, HeadsLoss]:
     if config.optim.optimizer != "sgd":
         raise ConfigError(f"iclab dynamics compares plain SGD with gradient flow; got "
                           f"optimizer {config.optim.optimizer!r}")
+    if config.optim.momentum:
+        raise ConfigError(f"iclab dynamics compares plain SGD (momentum 0) with gradient flow; "
+                          f"got momentum {config.optim.momentum:g}")
     loss = HeadsLoss(options.kq, options.head_count, options.rank, task.n, float(task.sigma),
                      np.asarray(getattr(task, "sigma_x"), float),  # noqa: B009
                      np.asarray(getattr(task, "sigma_w"), float),  # noqa: B009
