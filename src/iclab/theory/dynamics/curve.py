@@ -64,6 +64,16 @@ def _run(loss: HeadsLoss, theta0: np.ndarray, grid: np.ndarray, rtol: float, ato
     return t, np.array([loss.loss(row) for row in theta]), steps, converged
 
 
+def _apart(dense: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """The points of ``dense`` not within 1e-9 (relative) of any of ``times`` (sorted), so
+    that the grid has no two points that ln t cannot tell apart."""
+    right = np.clip(np.searchsorted(times, dense), 0, times.size - 1)
+    left = np.clip(right - 1, 0, times.size - 1)
+    near = np.minimum(np.abs(times[right] / dense - 1), np.abs(times[left] / dense - 1))
+    kept: np.ndarray = dense[near > 1e-9]
+    return kept
+
+
 def flow_curve(loss: HeadsLoss, theta0: np.ndarray, times: np.ndarray,
                rtol: float = RTOL, atol: float = ATOL,
                progress: Callable[[float], None] | None = None) -> FlowCurve:
@@ -73,7 +83,7 @@ def flow_curve(loss: HeadsLoss, theta0: np.ndarray, times: np.ndarray,
     start, stop = times[0] / 100, times[-1]
     decades = max(np.log10(stop / start), 1.0)
     dense = np.geomspace(start, stop, int(decades * POINTS_PER_DECADE) + 1)
-    grid = np.union1d(dense, times)
+    grid = np.union1d(_apart(dense, times), times)
     t, losses, steps, converged = _run(loss, theta0, grid, rtol, atol, progress)
     t_half, losses_half, _, _ = _run(loss, theta0, t[t <= stop], rtol / 2, atol / 2, None)
     common = min(t.size, t_half.size)
