@@ -40,7 +40,9 @@ def cubic(inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
 
 # The L-layer model is ``lsa`` with options: tested as variants of the registered model.
 VARIANTS = {"lsa-2-sparse": ("lsa", {"layers": 2, "parameterisation": "sparse"}),
-            "lsa-3-full-looped": ("lsa", {"layers": 3, "looped": True})}
+            "lsa-3-full-looped": ("lsa", {"layers": 3, "looped": True}),
+            "lsa-heads-separate": ("lsa", {"kq": "separate", "heads": 2, "rank": 1}),
+            "lsa-heads-merged": ("lsa", {"heads": 3})}
 
 
 def models() -> ModelRegistry:

@@ -56,6 +56,7 @@ def build_cli(args: list[str], registries: Registries | None = None) -> Any:
     from iclab import __version__
     from iclab.cli.catalogue import families_command, models_command
     from iclab.cli.certify import certify_command
+    from iclab.cli.dynamics import make_dynamics_command
     from iclab.cli.reproduce import reproduce_command
     from iclab.cli.shift import shift_command
     from iclab.cli.sweep import sweep_command
@@ -79,7 +80,7 @@ def build_cli(args: list[str], registries: Registries | None = None) -> Any:
 
     for command in (make_train_command(models), make_theory_command(), certify_command,
                     sweep_command, reproduce_command, shift_command, models_command,
-                    families_command):
+                    families_command, make_dynamics_command(models)):
         cli.add_command(command)
     return cli
 

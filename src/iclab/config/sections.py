@@ -19,6 +19,7 @@ the old key, so config files and config hashes of earlier runs stay the same
 (``iclab.config.train.TrainConfig.to_json``)."""
 SAMPLERS = ("auto", "statistics", "prompts")
 SCHEDULES = ("cosine", "constant")
+OPTIMIZERS = ("adam", "sgd")
 DEVICES = ("cpu", "cuda", "auto")
 MEMORY_LIMIT_BYTES = 8 * 1024**3
 """The largest batch of whole prompts (float32) a run may ask for: 8 GiB."""
@@ -75,8 +76,8 @@ class OptimConfig:
     # error < 0.5 %, isotropy error < 1 %, d in {5, 10}, n = 20); see benchmarks/README.md.
     steps: int = setting(800, "Optimisation steps.", minimum=1, maximum=100_000_000)
     batch: int = setting(8192, "Fresh prompts per step.", minimum=1, maximum=10_000_000)
-    lr: float = setting(0.005, "Adam's initial learning rate.", minimum=0, maximum=1e15,
-                        strict=True)
+    lr: float = setting(0.005, "The initial learning rate (Adam's or SGD's).", minimum=0,
+                        maximum=1e15, strict=True)
     lr_schedule: str = setting("cosine", "cosine (decayed to 0) or constant.",
                                choices=SCHEDULES)
     warmup: int = setting(0, "Steps over which the learning rate rises linearly to its "
@@ -87,6 +88,12 @@ class OptimConfig:
                            choices=SAMPLERS)
     exact: bool = setting(False, "Train on the exact population loss (float64 L-BFGS, no "
                           "sampling).")
+    optimizer: str = setting("adam", "adam, or sgd (plain stochastic gradient descent: a run "
+                             "then has the time axis t = sum of the learning rates, lr x step "
+                             "with --lr-schedule constant; docs/guide/dynamics.md).",
+                             choices=OPTIMIZERS, omit_default=True)
+    momentum: float = setting(0.0, "SGD's heavy-ball momentum in [0, 1) (sgd only).",
+                              minimum=0, maximum=0.999, omit_default=True)
     clip_grad: float | None = setting(None, "Clip the gradient's norm to this before each "
                                       "Adam step [default: no clipping; 1 for deep lsa].",
                                       minimum=0, strict=True, maximum=1e12,

@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from iclab.config.schedule import elapsed_time, learning_rate
 from iclab.config.sections import (
     DEFAULT_MODEL,
     LEGACY_RELU_WIDTH,
@@ -195,14 +195,12 @@ class TrainConfig:
                                o.curriculum_d_increment, o.curriculum_n_increment)
 
     def learning_rate(self, step: int) -> float:
-        """The learning rate at ``step`` (0-based): the schedule's, times (step + 1) / warmup
-        during the first ``warmup`` steps; 1, L-BFGS's first trial step, if exact."""
-        o = self.optim
-        if o.exact:
-            return 1.0
-        rate = o.lr if o.lr_schedule == "constant" else \
-            o.lr * 0.5 * (1.0 + math.cos(math.pi * step / o.steps))
-        return rate * min(1.0, (step + 1) / o.warmup) if o.warmup else rate
+        """The learning rate at ``step`` (0-based; ``iclab.config.schedule``)."""
+        return learning_rate(self.optim, step)
+
+    def elapsed_time(self, steps: int) -> float:
+        """The gradient-flow time after ``steps`` steps (``iclab.config.schedule``)."""
+        return elapsed_time(self.optim, steps)
 
     # --- validation --------------------------------------------------------------------------
 
@@ -228,6 +226,9 @@ class TrainConfig:
         if self.optim.exact:
             self._check_exact(task, model_class)
         self._check_curriculum(task)
+        if self.optim.momentum and self.optim.optimizer != "sgd":
+            raise ConfigError(f"momentum applies to --optimizer sgd only; got optimizer "
+                              f"{self.optim.optimizer!r} with momentum {self.optim.momentum:g}")
         return self
 
     def _check_finite_data(self, task: TaskFamily, models: ModelRegistry | None) -> None:
@@ -285,7 +286,7 @@ class TrainConfig:
                 f"independent covariates, anisotropic) and a model with an exact loss; got "
                 f"family {self.task.family!r}{self._law_note()}, model {self.model_name!r}")
         defaults = OptimConfig()
-        for name in ("batch", "lr", "lr_schedule", "warmup", "sampler"):
+        for name in ("batch", "lr", "lr_schedule", "warmup", "sampler", "optimizer", "momentum"):
             default = getattr(defaults, name)
             if getattr(self.optim, name) != default:
                 raise ConfigError(

@@ -35,6 +35,7 @@ from iclab.config.train import TrainConfig
 from iclab.tasks.base import TaskFamily
 from iclab.training.adam import Adam
 from iclab.training.objective import Objective
+from iclab.training.sgd import SGD
 from iclab.utils.errors import ConfigError
 
 Masks = Sequence[tuple[torch.nn.Parameter, torch.Tensor]]
@@ -167,12 +168,15 @@ class ExactLBFGS:
         return before
 
 
-Optimiser = Adam | ExactLBFGS
+Optimiser = Adam | SGD | ExactLBFGS
 
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig, task: TaskFamily) -> Optimiser:
-    """Adam(lr) for sampled training; ExactLBFGS for ``config.optim.exact``."""
+    """Adam(lr) or SGD(lr, momentum) for sampled training; ExactLBFGS for
+    ``config.optim.exact``."""
     if not config.optim.exact:
+        if config.optim.optimizer == "sgd":
+            return SGD(model.parameters(), lr=config.optim.lr, momentum=config.optim.momentum)
         return Adam(model.parameters(), lr=config.optim.lr)
     if not task.gaussian:
         raise ConfigError(f"exact training needs a linear Gaussian family, got {task.name!r}")

@@ -151,6 +151,13 @@ def _diverged(median: float, reference: float | None) -> bool:
     return reference is not None and median > DIVERGENCE_FACTOR * max(reference, 1e-12)
 
 
+def _time(config: TrainConfig, done: int, running: float) -> float:
+    """The flow time after ``done`` steps: exactly lr x done with a constant schedule, else the
+    running sum of the learning rates."""
+    constant = config.optim.lr_schedule == "constant" and not config.optim.warmup
+    return config.elapsed_time(done) if constant else running
+
+
 def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -> TrainedModel:
     started = time.perf_counter()
     folder = RunFolder(out_dir)
@@ -175,9 +182,13 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
     running = torch.zeros((), dtype=dtype, device=device)
     window: list[torch.Tensor] = []
     first_loss: float | None = None
+    sgd = config.optim.optimizer == "sgd"
+    elapsed = config.elapsed_time(completed) if sgd else 0.0
     with open(folder.metrics, "a") as metrics:
         for step in range(completed, steps):
             loss = train_step(step)
+            if sgd:
+                elapsed += config.learning_rate(step)
             if first_loss is None and step == 0:
                 first_loss = float(loss)
             running += loss
@@ -187,7 +198,10 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
                 count = done - max(completed, (done - 1) // log_every * log_every)
                 mean_loss = float(running) / count
                 running.zero_()
-                median = float(torch.stack(window).median())
+                stacked = torch.stack(window)
+                median = float(stacked.median())
+                spread = (float(stacked.double().std()) / math.sqrt(len(window))
+                          if sgd and len(window) > 1 else None)
                 window.clear()
                 if _diverged(median, first_loss):
                     bar.close()
@@ -197,6 +211,8 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
                         + f"; no result is written: try a smaller --lr (now "
                         f"{config.optim.lr:g}) with --restart or another --out")
                 record = {"step": done, "loss": mean_loss, "lr": config.learning_rate(step),
+                          **({"time": _time(config, done, elapsed), "loss_stderr": spread}
+                             if sgd else {}),
                           **progress_metrics(model, task.n)}
                 metrics.write(json.dumps(record) + "\n")
                 metrics.flush()

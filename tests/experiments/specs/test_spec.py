@@ -173,12 +173,12 @@ sets."""
 @pytest.mark.parametrize(("name", "limit"), [("reproduce", 0.02), ("reproduce-quick", 0.03)])
 def test_builtin_specs_make_the_issue_s_claims(name: str, limit: float) -> None:
     spec = builtin_spec(name, Registries())
-    relative = [claim for claim in spec.claims  # Shift, Depth: se, bounds, own tolerances
-                if claim.section not in ("Shift", "Depth", "Transformers")
+    relative = [claim for claim in spec.claims  # Shift, Depth, Dynamics: own tolerances
+                if claim.section not in ("Shift", "Depth", "Transformers", "Dynamics")
                 and claim.kind not in OWN_TOLERANCE]
     assert all(0 < claim.tolerance <= limit for claim in relative)
     assert {"Theorem 1", "Theorem 2", "Theorem 3", "Control", "Context", "Shift", "Depth",
-            "Covariates"} <= {
+            "Covariates", "Dynamics"} <= {
         claim.section for claim in spec.claims}
     sigma_sites = {p.config.task.sigma for p in spec.group("theorem1-sigma").points}
     assert len(sigma_sites) >= 5 and 0.0 in sigma_sites
@@ -200,9 +200,9 @@ def test_the_quick_spec_is_a_short_override_of_the_default_one() -> None:
                                                   if c.section != "Transformers"))
     assert len(full.claims) == len(full_claims) - 4
     assert [c.kind for c in quick.claims] == [c.kind for c in full.claims]
-    assert {c.tolerance for c in quick.claims if c.section not in ("Shift", "Depth")
+    assert {c.tolerance for c in quick.claims if c.section not in ("Shift", "Depth", "Dynamics")
             and c.kind not in OWN_TOLERANCE} == {0.03}
-    assert {c.tolerance for c in full.claims if c.section not in ("Shift", "Depth")
+    assert {c.tolerance for c in full.claims if c.section not in ("Shift", "Depth", "Dynamics")
             and c.kind not in OWN_TOLERANCE} == {0.02}
     own = [(q, f) for q, f in zip(quick.claims, full.claims, strict=True)
            if f.kind in OWN_TOLERANCE]  # an absolute gap, a fall per step: the same in both

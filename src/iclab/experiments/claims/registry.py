@@ -17,6 +17,7 @@ from typing import Any
 from iclab.experiments.claims.asymptotic.kinds import LuAsymptoticClaim
 from iclab.experiments.claims.covariates import COVARIATE_KINDS
 from iclab.experiments.claims.depth import DEPTH_KINDS
+from iclab.experiments.claims.dynamics.kind import DynamicsClaim
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.plugin_check import check_claim_kind, checked_claims
 from iclab.experiments.claims.pool import POOL_KINDS
@@ -84,7 +85,7 @@ def register_builtin_claims(registry: ClaimRegistry) -> None:
     """Register iclab's claim kinds, exactly as a new kind would be registered."""
     for kind_class in (*THEOREM_KINDS, ShiftClaim, ShiftGrowthClaim, *DEPTH_KINDS,
                        *COVARIATE_KINDS, *POOL_KINDS, LuAsymptoticClaim,
-                       *PREFIX_KINDS):
+                       *PREFIX_KINDS, DynamicsClaim):
         registry.register(kind_class())
 
 

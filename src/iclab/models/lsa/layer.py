@@ -24,6 +24,7 @@ from torch import nn
 from iclab.models.base import Model
 from iclab.models.lsa.deep import DeepLinearSelfAttention
 from iclab.models.lsa.hand_gradients import as_autograd_node, without_autograd
+from iclab.models.lsa.heads import MultiHeadLinearAttention
 from iclab.models.lsa.options import LSAOptions
 from iclab.models.lsa.prompts import prompts_prediction
 from iclab.models.lsa.statistics import plain_statistics_prediction, statistics_prediction
@@ -68,11 +69,15 @@ class LinearSelfAttention(Model):
         one-layer model, or the L-layer model when ``options.deep``."""
         if options.deep:
             return DeepLinearSelfAttention(d, options, generator, dtype)
+        if options.multi_head:
+            return MultiHeadLinearAttention(d, options, generator, dtype)
         return cls(d, options, generator, dtype)
 
     @classmethod
     def built_class(cls, options: Any) -> type[Model]:
-        return DeepLinearSelfAttention if options.deep else cls
+        if options.deep:
+            return DeepLinearSelfAttention
+        return MultiHeadLinearAttention if options.multi_head else cls
 
     @classmethod
     def depth_of(cls, options: Any) -> int | None:
@@ -99,6 +104,9 @@ class LinearSelfAttention(Model):
         super().__init__()
         options = LSAOptions() if options is None else options
         options.check_layer(d)
+        if options.multi_head:
+            raise ConfigError("these options build the multi-head model: use "
+                              "LinearSelfAttention.create(d, options)")
         init, init_scale = options.init, options.init_scale
         self.options = options
         self._d = d

@@ -19,7 +19,8 @@ from iclab.utils.fields import setting
 
 INIT_SCHEMES = ("gd-subspace", "random")
 PARAMETERISATIONS = ("full", "sparse")
-ONE_LAYER_FIELDS = ("key_dim", "value_dim", "normalise", "attend_query")
+ONE_LAYER_FIELDS = ("key_dim", "value_dim", "normalise", "attend_query", "kq", "heads", "rank")
+KQ_CHOICES = ("merged", "separate")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,16 @@ class LSAOptions:
                                     choices=PARAMETERISATIONS, omit_default=True)
     looped: bool = setting(False, "One set of weights applied at every layer.",
                            omit_default=True)
+    kq: str = setting("merged", "Key-query parameterisation of the heads (docs/guide/"
+                      "dynamics.md): merged (one d x d matrix W_h per head) or separate "
+                      "(keys K_h and queries Q_h of rank `rank`, W_h = K_h^T Q_h); "
+                      "with --heads or separate, the multi-head model (values read the label, "
+                      "keys and queries the inputs).", choices=KQ_CHOICES, omit_default=True)
+    heads: int | None = setting(None, "Heads H of the multi-head model, outputs summed "
+                                "[default: the classic one-head layer; 1 with kq separate].",
+                                minimum=1, maximum=4096, omit_default=True)
+    rank: int = setting(1, "Rank R of each head's keys and queries (kq separate).",
+                        minimum=1, maximum=4096, omit_default=True)
 
     def check_layer(self, d: int) -> None:
         """ConfigError (one line) unless these options build one layer for dimension d:
@@ -62,6 +73,38 @@ class LSAOptions:
         if self.deep:
             raise ConfigError("these options build the L-layer model: use "
                               "LinearSelfAttention.create(d, options)")
+        if self.kq not in KQ_CHOICES:
+            raise ConfigError(f"kq must be one of {', '.join(KQ_CHOICES)}; got {self.kq!r}")
+        if self.multi_head:
+            self._check_heads(d)
+
+    def _check_heads(self, d: int) -> None:
+        """ConfigError (one line) unless the multi-head model applies: heads and rank >= 1,
+        rank at most d, the gd-subspace start, no key_dim, value_dim nor attend_query."""
+        _check_positive("heads", self.head_count)
+        _check_positive("rank", self.rank)
+        if self.rank > d:
+            raise ConfigError(f"rank must be at most d = {d}, got {self.rank}")
+        for name in ("key_dim", "value_dim", "attend_query"):
+            if getattr(self, name) != getattr(LSAOptions(), name):
+                raise ConfigError(f"{name} does not apply to the multi-head model (heads or kq "
+                                  f"separate); leave it at its default")
+        if self.init != "gd-subspace":
+            raise ConfigError("the multi-head model starts nuisance-free: init must be "
+                              f"gd-subspace, got {self.init!r}")
+        if self.kq == "merged" and self.rank != 1:
+            raise ConfigError("rank applies to kq separate only; leave it at 1 with merged")
+
+    @property
+    def multi_head(self) -> bool:
+        """Whether these options build the multi-head model (``iclab.models.lsa.heads``):
+        ``heads`` given or ``kq`` separate."""
+        return self.heads is not None or self.kq == "separate"
+
+    @property
+    def head_count(self) -> int:
+        """H: ``heads``, or 1."""
+        return 1 if self.heads is None else self.heads
 
     def check_stack(self, d: int) -> None:
         """ConfigError (one line) unless these options build the L-layer stack for dimension

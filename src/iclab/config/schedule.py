@@ -1,0 +1,30 @@
+"""The optimiser's schedule: the learning rate at each step and the gradient-flow time it has
+covered (the time axis of plain SGD runs, docs/guide/dynamics.md)."""
+
+from __future__ import annotations
+
+import math
+
+from iclab.config.sections import OptimConfig
+
+
+def learning_rate(optim: OptimConfig, step: int) -> float:
+    """The learning rate at ``step`` (0-based): the schedule's, times (step + 1) / warmup
+    during the first ``warmup`` steps; 1, L-BFGS's first trial step, if exact."""
+    if optim.exact:
+        return 1.0
+    rate = optim.lr if optim.lr_schedule == "constant" else \
+        optim.lr * 0.5 * (1.0 + math.cos(math.pi * step / optim.steps))
+    return rate * min(1.0, (step + 1) / optim.warmup) if optim.warmup else rate
+
+
+def elapsed_time(optim: OptimConfig, steps: int) -> float:
+    """The gradient-flow time after ``steps`` steps: the sum of their learning rates (lr x
+    steps with a constant schedule). Otherwise summed in step order, as the trainer sums it,
+    so a resumed run logs the same bits."""
+    if optim.lr_schedule == "constant" and not optim.warmup and not optim.exact:
+        return optim.lr * steps
+    total = 0.0
+    for step in range(steps):
+        total += learning_rate(optim, step)
+    return total

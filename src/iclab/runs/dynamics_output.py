@@ -1,0 +1,67 @@
+"""The files of ``iclab dynamics``: dynamics.json (everything), dynamics.csv (the logged
+times with both curves) and dynamics.png (both curves against t on a log axis, the rank-k
+loss levels as lines), each written atomically."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from iclab.utils.io import atomic_write, atomic_write_json, atomic_write_text
+
+JSON_NAME, CSV_NAME, PNG_NAME = "dynamics.json", "dynamics.csv", "dynamics.png"
+COLUMNS = ("time", "step", "flow_loss", "sgd_loss", "sgd_loss_stderr")
+
+
+def dynamics_csv(data: dict[str, Any]) -> str:
+    """One row per logged time; empty cells where there is no SGD curve."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    sgd = data["sgd_loss"] or [None] * len(data["times"])
+    stderr = data["sgd_loss_stderr"] or [None] * len(data["times"])
+    for row in zip(data["times"], data["steps"], data["flow_loss"], sgd, stderr, strict=True):
+        writer.writerow(["" if value is None else repr(value) for value in row])
+    return buffer.getvalue()
+
+
+def _draw(data: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4.5))
+    axes = figure.subplots()
+    axes.plot(data["flow_grid"], data["flow_grid_loss"], color="black", lw=1.5,
+              label="exact gradient flow")
+    if data["sgd_loss"] is not None:
+        stderr = [0.0 if s is None else s for s in data["sgd_loss_stderr"]]
+        axes.errorbar(data["times"], data["sgd_loss"], yerr=stderr, fmt="o", ms=3,
+                      color="tab:orange", label="SGD (mean ± se)")
+    for k, level in enumerate(data["rank_k_losses"]):
+        axes.axhline(level, color="tab:blue", ls="--", lw=0.7)
+        axes.annotate(f"k={k}", (data["flow_grid"][0], level), fontsize=7,
+                      color="tab:blue", va="bottom")
+    for plateau in data["plateaus"]:
+        axes.plot([plateau["start"], plateau["end"]], [plateau["loss"]] * 2, color="tab:red",
+                  lw=3, alpha=0.5)
+    if data.get("drop_time_analytic") is not None:
+        axes.axvline(data["drop_time_analytic"], color="tab:green", ls=":",
+                     label="analytic drop time")
+    axes.set_xscale("log")
+    axes.set_xlabel("t = lr x step")
+    axes.set_ylabel("population loss")
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120, format="png")
+
+
+def write_dynamics(out_dir: Path, data: dict[str, Any]) -> None:
+    """Create ``out_dir`` and write the three files (the JSON last)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out_dir / CSV_NAME, dynamics_csv(data))
+    atomic_write(out_dir / PNG_NAME, lambda tmp: _draw(data, tmp))
+    atomic_write_json(out_dir / JSON_NAME, data)
