@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from iclab.utils.errors import NotFiniteError
-from iclab.utils.io import atomic_write, atomic_write_json, read_json
+from iclab.utils.io import atomic_write, atomic_write_json, csv_text, read_json
 
 
 def test_atomic_write_json_round_trips(tmp_path: Path) -> None:
@@ -35,3 +35,13 @@ def test_json_with_a_non_finite_number_is_never_written(tmp_path: Path, bad: flo
         atomic_write_json(target, {"rows": [{"loss": 1.0}, {"loss": bad}]})
     assert read_json(target) == {"old": True}
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_csv_text_keeps_every_key_and_exact_floats() -> None:
+    rows = [{"k": 0, "a": 0.1, "b": None}, {"k": 1, "a": 1 / 3, "c": "x"}]
+    lines = csv_text(rows).splitlines()
+    assert lines[0] == "k,a,b,c"
+    assert lines[1] == "0,0.1,,"
+    assert lines[2] == f"1,{1 / 3!r},,'x'"
+    assert float(lines[2].split(",")[1]) == 1 / 3
+    assert csv_text([]) == "\n"

@@ -11,15 +11,13 @@ with log axes where the values span a wide range.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from iclab.utils.io import atomic_write, atomic_write_json, atomic_write_text
+from iclab.utils.io import atomic_write, atomic_write_json, atomic_write_text, csv_text
 
 STYLE = {  # predictor -> (label, colour)
     "model": ("model", "tab:blue"),
@@ -46,15 +44,6 @@ Curves = dict[str, tuple[Sequence[float], Sequence[float]]]
 def _as_list(array: Any) -> Any:
     return None if array is None else np.asarray(array, dtype=np.float64).tolist()
 
-
-def _csv_text(rows: list[dict[str, Any]]) -> str:
-    columns = list(rows[0]) if rows else []
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow(["" if row.get(key) is None else repr(row[key]) for key in columns])
-    return buffer.getvalue()
 
 
 def _wide(values: Sequence[float]) -> bool:
@@ -142,5 +131,5 @@ def write_shift_outputs(
     data: dict[str, Any] = {"kind": kind, "u": _as_list(u), "M": _as_list(M), "rows": rows}
     data.update(extra or {})
     atomic_write_json(out_dir / "shift.json", data)
-    atomic_write_text(out_dir / "shift.csv", _csv_text(rows))
+    atomic_write_text(out_dir / "shift.csv", csv_text(rows))
     _draw(out_dir / "shift.png", kind, rows, curves)

@@ -4,12 +4,10 @@ loss levels as lines), each written atomically."""
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 from typing import Any
 
-from iclab.utils.io import atomic_write, atomic_write_json, atomic_write_text
+from iclab.utils.io import atomic_write, atomic_write_json, atomic_write_text, csv_text
 
 JSON_NAME, CSV_NAME, PNG_NAME = "dynamics.json", "dynamics.csv", "dynamics.png"
 COLUMNS = ("time", "step", "flow_loss", "sgd_loss", "sgd_loss_stderr")
@@ -17,14 +15,10 @@ COLUMNS = ("time", "step", "flow_loss", "sgd_loss", "sgd_loss_stderr")
 
 def dynamics_csv(data: dict[str, Any]) -> str:
     """One row per logged time; empty cells where there is no SGD curve."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(COLUMNS)
     sgd = data["sgd_loss"] or [None] * len(data["times"])
     stderr = data["sgd_loss_stderr"] or [None] * len(data["times"])
-    for row in zip(data["times"], data["steps"], data["flow_loss"], sgd, stderr, strict=True):
-        writer.writerow(["" if value is None else repr(value) for value in row])
-    return buffer.getvalue()
+    rows = zip(data["times"], data["steps"], data["flow_loss"], sgd, stderr, strict=True)
+    return csv_text([dict(zip(COLUMNS, row, strict=True)) for row in rows])
 
 
 def _draw(data: dict[str, Any], path: Path) -> None:

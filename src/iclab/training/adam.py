@@ -14,33 +14,26 @@ from typing import Any
 
 import torch
 
+from iclab.training.one_group import OneGroupOptimiser
+
 BETAS = (0.9, 0.999)
 EPS = 1e-8
 
 
-class Adam:
+class Adam(OneGroupOptimiser):
     """Adam (no weight decay, no amsgrad) over one group of parameters.
 
     ``param_groups[0]["lr"]`` may be changed between steps (the learning-rate schedule).
     """
 
+    name = "Adam"
+
     def __init__(self, params: Iterable[torch.nn.Parameter], lr: float) -> None:
-        self.params = list(params)
-        if not self.params:
-            raise ValueError("Adam got an empty parameter list")
-        self.param_groups: list[dict[str, Any]] = [{
+        super().__init__(params, {
             "lr": lr, "betas": BETAS, "eps": EPS, "weight_decay": 0, "amsgrad": False,
             "maximize": False, "foreach": None, "capturable": False, "differentiable": False,
             "fused": True, "decoupled_weight_decay": False,
-        }]
-        self.state: list[dict[str, torch.Tensor]] = [{} for _ in self.params]
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        for param in self.params:
-            if set_to_none:
-                param.grad = None
-            elif param.grad is not None:
-                param.grad.zero_()
+        })
 
     @torch.no_grad()
     def step(self) -> None:
@@ -73,29 +66,10 @@ class Adam:
             grad_scale=None, found_inf=None,
         )
 
-    def state_dict(self) -> dict[str, Any]:
-        """{"state": {index: {"step", "exp_avg", "exp_avg_sq"}}, "param_groups": [...]}, as
-        ``torch.optim.Adam.state_dict`` lays it out."""
-        group = {**self.param_groups[0], "params": list(range(len(self.params)))}
-        state = {index: dict(slots) for index, slots in enumerate(self.state) if slots}
-        return {"state": state, "param_groups": [group]}
+    def restored_group(self, group: dict[str, Any]) -> dict[str, Any]:
+        restored = super().restored_group(group)
+        restored["betas"] = tuple(restored["betas"])
+        return restored
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore from ``state_dict`` (this class's or ``torch.optim.Adam``'s, one group)."""
-        (group,) = state_dict["param_groups"]
-        if len(group["params"]) != len(self.params):
-            raise ValueError(
-                f"optimizer state holds {len(group['params'])} parameters, expected "
-                f"{len(self.params)}"
-            )
-        self.param_groups = [{key: value for key, value in group.items() if key != "params"}]
-        self.param_groups[0]["betas"] = tuple(self.param_groups[0]["betas"])
-        self.state = [{} for _ in self.params]
-        for position, index in enumerate(group["params"]):
-            slots = state_dict["state"].get(index, state_dict["state"].get(str(index), {}))
-            param = self.params[position]
-            self.state[position] = {   # copies: never share tensors with the source
-                name: value.to(device=param.device, copy=True,
-                               dtype=torch.float32 if name == "step" else param.dtype)
-                for name, value in slots.items()
-            }
+    def slot_dtype(self, slot: str, param: torch.Tensor) -> torch.dtype:
+        return torch.float32 if slot == "step" else param.dtype

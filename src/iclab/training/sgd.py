@@ -10,28 +10,20 @@ an effective time lr / (1 - mu) per step once b settles.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import torch
 
+from iclab.training.one_group import OneGroupOptimiser
 
-class SGD:
+
+class SGD(OneGroupOptimiser):
     """SGD over one group of parameters; ``param_groups[0]["lr"]`` may change between steps."""
+
+    name = "SGD"
 
     def __init__(self, params: Iterable[torch.nn.Parameter], lr: float,
                  momentum: float = 0.0) -> None:
-        self.params = list(params)
-        if not self.params:
-            raise ValueError("SGD got an empty parameter list")
-        self.param_groups: list[dict[str, Any]] = [{"lr": lr, "momentum": momentum}]
-        self.state: list[dict[str, torch.Tensor]] = [{} for _ in self.params]
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        for param in self.params:
-            if set_to_none:
-                param.grad = None
-            elif param.grad is not None:
-                param.grad.zero_()
+        super().__init__(params, {"lr": lr, "momentum": momentum})
 
     @torch.no_grad()
     def step(self) -> None:
@@ -49,22 +41,3 @@ class SGD:
                     buffer.mul_(momentum).add_(direction)
                 direction = buffer
             param.add_(direction, alpha=-lr)
-
-    def state_dict(self) -> dict[str, Any]:
-        """{"state": {index: {"momentum_buffer"}}, "param_groups": [...]}."""
-        group = {**self.param_groups[0], "params": list(range(len(self.params)))}
-        state = {index: dict(slots) for index, slots in enumerate(self.state) if slots}
-        return {"state": state, "param_groups": [group]}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        (group,) = state_dict["param_groups"]
-        if len(group["params"]) != len(self.params):
-            raise ValueError(f"optimizer state holds {len(group['params'])} parameters, "
-                             f"expected {len(self.params)}")
-        self.param_groups = [{key: value for key, value in group.items() if key != "params"}]
-        self.state = [{} for _ in self.params]
-        for position, index in enumerate(group["params"]):
-            slots = state_dict["state"].get(index, state_dict["state"].get(str(index), {}))
-            param = self.params[position]
-            self.state[position] = {name: value.to(device=param.device, dtype=param.dtype,
-                                                   copy=True) for name, value in slots.items()}

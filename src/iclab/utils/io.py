@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +55,15 @@ def atomic_write_json(path: Path, data: Any) -> None:
 def read_json(path: Path) -> Any:
     """Read a JSON file."""
     return json.loads(Path(path).read_text())
+
+
+def csv_text(rows: Sequence[dict[str, Any]]) -> str:
+    """The CSV text of ``rows``: a header of every key (first seen first), then one line per
+    row, numbers as ``repr`` (exact floats) and missing or None values as empty cells."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if row.get(key) is None else repr(row[key]) for key in columns])
+    return buffer.getvalue()

@@ -9,13 +9,11 @@ curves dashed.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from pathlib import Path
 from typing import Any
 
-from iclab.utils.io import atomic_write, atomic_write_json, atomic_write_text
+from iclab.utils.io import atomic_write, atomic_write_json, atomic_write_text, csv_text
 
 COLOURS = {"model": "black", "ols": "tab:orange", "ridge": "tab:green",
            "averaging": "tab:purple", "3-nn": "tab:brown", "bayes": "tab:red",
@@ -24,15 +22,6 @@ LABELS = {"model": "model", "ols": "least squares (min norm)", "ridge": "ridge a
           "averaging": "averaging", "3-nn": "3 nearest neighbours", "bayes": "Bayes (posterior "
           "mean)", "one-step-gd": "one-step GD, Theorem 1's step"}
 
-
-def _csv_text(rows: list[dict[str, Any]]) -> str:
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow(["" if row.get(key) is None else repr(row[key]) for key in columns])
-    return buffer.getvalue()
 
 
 def _draw(path: Path, curves: dict[str, Any], title: str) -> None:
@@ -84,5 +73,5 @@ def write_prefix_outputs(paths: tuple[Path, Path, Path], curves: dict[str, Any],
     data = {**curves, "infinite_exact": "an exact value is null where the expectation is "
             "infinite (least squares at k = d - 1, d, d + 1 with sigma > 0)"}
     atomic_write_json(json_path, data)
-    atomic_write_text(csv_path, _csv_text(curves["rows"]))
+    atomic_write_text(csv_path, csv_text(curves["rows"]))
     _draw(png_path, curves, title)
