@@ -63,12 +63,16 @@ def integrate(field: Callable[[np.ndarray], np.ndarray], theta0: np.ndarray,
         while t < target:
             step = min(h, target - t)
             k = [f]
-            for row in _A[1:]:
-                k.append(field(y + step * sum(a * ki for a, ki in zip(row, k, strict=False))))
-            y_new = y + step * sum(b * ki for b, ki in zip(_B5, k, strict=True))
-            err = step * sum(e * ki for e, ki in zip(_B5 - _B4, k, strict=True))
-            ratio = float(np.max(np.abs(err) / (atol + rtol * np.maximum(np.abs(y),
-                                                                         np.abs(y_new)))))
+            # a trial step too long for a stiff stretch can overflow: its error is then not
+            # finite and the step is rejected below, so numpy's warnings would only be noise
+            with np.errstate(over="ignore", invalid="ignore"):
+                for row in _A[1:]:
+                    k.append(field(y + step * sum(a * ki for a, ki in zip(row, k,
+                                                                          strict=False))))
+                y_new = y + step * sum(b * ki for b, ki in zip(_B5, k, strict=True))
+                err = step * sum(e * ki for e, ki in zip(_B5 - _B4, k, strict=True))
+                ratio = float(np.max(np.abs(err) / (atol + rtol * np.maximum(np.abs(y),
+                                                                             np.abs(y_new)))))
             if not np.isfinite(ratio):
                 ratio = 1e10
             steps += 1
