@@ -50,7 +50,7 @@ def _fit_once(exact: PopulationLoss, u: torch.Tensor, d: int, k: int,
 
     for _ in range(5):
         optimiser.step(closure)  # type: ignore[no-untyped-call]
-    return float(closure()), (A @ B.T).detach().numpy()
+    return float(closure().detach()), (A @ B.T).detach().numpy()
 
 
 def test_rank_k_losses_match_brute_force_and_end_at_the_optimum() -> None:
