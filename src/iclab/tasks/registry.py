@@ -3,8 +3,8 @@
 Built-ins register exactly as a user's family does (``register_builtin_families``):
 ``linear-gaussian`` (Sigma_x, Sigma_w from ``cov_x``/``cov_w``; the covariates' law
 ``x_law`` and correlated contexts ``context_correlation``/``context_covariance``, see
-``iclab.tasks.linear_law``), ``relu``, ``two-layer-relu``
-(``width``, default 8) and ``anisotropic`` (see ``iclab.tasks.nonlinear``), and Garg et al.'s
+``iclab.tasks.linear_law``), ``relu``, ``two-layer-relu`` (``relu_width``, default 8;
+``make_family``'s ``width``) and ``anisotropic`` (see ``iclab.tasks.nonlinear``), and Garg et al.'s
 ``sparse-linear`` (``sparsity``), ``decision-tree`` (``tree_depth``) and ``relu-network``
 (``network_width``) (see ``iclab.tasks.garg``).
 
@@ -177,7 +177,7 @@ class FamilyRegistry:
         parameter the family does not declare is refused with one line."""
         entry = self.entry(name)
         given = {key: value for key, value in
-                 {"width": width, "cov_x": cov_x, "cov_w": cov_w, **parameters}.items()
+                 {"relu_width": width, "cov_x": cov_x, "cov_w": cov_w, **parameters}.items()
                  if value is not None}
         for key in given:
             if key not in entry.parameters:
@@ -198,8 +198,8 @@ def register_builtin_families(registry: FamilyRegistry) -> None:
         return linear_family(d, n, sigma, cov_x, cov_w, x_law, context_correlation,
                              context_covariance)
 
-    def two_layer(d: int, n: int, sigma: float, width: int = DEFAULT_WIDTH) -> TaskFamily:
-        return TwoLayerReluTask(d, n, sigma, width)
+    def two_layer(d: int, n: int, sigma: float, relu_width: int = DEFAULT_WIDTH) -> TaskFamily:
+        return TwoLayerReluTask(d, n, sigma, relu_width)
 
     linear = {
         "cov_x": "Sigma_x, a (d, d) positive-definite matrix (default I)",
@@ -218,7 +218,7 @@ def register_builtin_families(registry: FamilyRegistry) -> None:
         FamilyEntry("relu", ReluTask, "x ~ N(0, I), f(x) = relu(u^T x), u uniform on the sphere"),
         FamilyEntry("two-layer-relu", two_layer,
                     "x ~ N(0, I), f(x) = a^T relu(W x) / sqrt(m), Gaussian W and a",
-                    {"width": f"hidden width m >= 1 (default {DEFAULT_WIDTH})"}),
+                    {"relu_width": f"hidden width m >= 1 (default {DEFAULT_WIDTH})"}),
         FamilyEntry("anisotropic", anisotropic_task,
                     "control: x ~ N(0, I), w ~ N(0, diag(1/4 .. 4)), not rotation-invariant"),
         FamilyEntry("sparse-linear", SparseLinearTask,
