@@ -49,18 +49,24 @@ def validate_covariance(matrix: np.ndarray, d: int, name: str) -> np.ndarray:
     return array
 
 
-def load_covariance(path: str | Path, d: int) -> np.ndarray:
-    """Load a (d, d) covariance from a ``.npy`` file, checked by ``validate_covariance``."""
+def load_npy(path: str | Path, what: str) -> np.ndarray:
+    """The single array in the ``.npy`` file ``path`` (no pickles); ConfigError with one line
+    naming the file and ``what`` it should hold when it is missing or not such an array."""
     path = Path(path)
     try:
-        matrix = np.load(path, allow_pickle=False)
+        array = np.load(path, allow_pickle=False)
     except FileNotFoundError:
-        raise ConfigError(f"{path}: covariance file not found") from None
+        raise ConfigError(f"{path}: {what} file not found") from None
     except (OSError, ValueError, EOFError) as error:
-        raise ConfigError(f"{path}: cannot read covariance as a .npy array ({error})") from None
-    if not isinstance(matrix, np.ndarray):
-        raise ConfigError(f"{path}: expected a single .npy array, got {type(matrix).__name__}")
-    return validate_covariance(matrix, d, str(path))
+        raise ConfigError(f"{path}: cannot read {what} as a .npy array ({error})") from None
+    if not isinstance(array, np.ndarray):
+        raise ConfigError(f"{path}: expected a single .npy array, got {type(array).__name__}")
+    return array
+
+
+def load_covariance(path: str | Path, d: int) -> np.ndarray:
+    """Load a (d, d) covariance from a ``.npy`` file, checked by ``validate_covariance``."""
+    return validate_covariance(load_npy(path, "covariance"), d, str(path))
 
 
 def covariance_or_identity(matrix: np.ndarray | None, d: int) -> np.ndarray:

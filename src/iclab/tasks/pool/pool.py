@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from iclab.tasks.covariance import load_npy
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
 
@@ -57,14 +58,4 @@ def draw_pool(tasks: int, sigma_w: np.ndarray, seed: int) -> np.ndarray:
 
 def load_pool(path: str | Path, d: int) -> np.ndarray:
     """A (K, d) task pool from a ``.npy`` file, checked by ``check_pool``."""
-    path = Path(path)
-    try:
-        array = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: task pool file not found") from None
-    except (OSError, ValueError, EOFError) as error:
-        raise ConfigError(f"{path}: cannot read the task pool as a .npy array ({error})") \
-            from None
-    if not isinstance(array, np.ndarray):
-        raise ConfigError(f"{path}: expected a single .npy array, got {type(array).__name__}")
-    return check_pool(array, d, str(path))
+    return check_pool(load_npy(path, "task pool"), d, str(path))
