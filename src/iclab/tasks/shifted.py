@@ -29,7 +29,7 @@ back the training law. Garg et al.'s shifts of the inputs that leave the Gaussia
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +51,9 @@ TRAINING_VALUE = {**{kind: 1.0 for kind in SCALE_KINDS}, "w-mean": 0.0,
                   **{kind: 0.0 for kind in ("skewed-covariance", *INPUT_SHIFT_KINDS)}}
 """The value of a shift that gives back the training law, where it does not depend on the law
 (n and sigma: the training law's own)."""
+InputMove = Callable[[torch.Tensor, torch.Tensor, torch.Generator],
+                     tuple[torch.Tensor, torch.Tensor]]
+"""(X: (B, n, d), x_q: (B, d), generator) -> the moved inputs: an input shift's move."""
 MAX_N = 1_000_000
 """The largest shifted n: the largest n a run may train on (``TaskConfig.n``)."""
 MAX_SHIFT = 1e4
@@ -106,13 +109,15 @@ class GaussianTestLaw:
                    np.zeros(task.d))
 
     def sample_prompts(
-        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+        self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32,
+        move: InputMove | None = None,
     ) -> Prompts:
         """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,).
 
         The standard normals are drawn in the same order and shapes as
         ``LinearGaussian.sample_prompts``, so the training law drawn from the same generator
-        gives the same prompts up to rounding.
+        gives the same prompts up to rounding. ``move`` (Garg et al.'s input shifts,
+        ``iclab.tasks.garg.shifts``) moves the drawn inputs before they are labelled.
         """
         device = generator.device
         d, n = self.d, self.n
@@ -126,6 +131,8 @@ class GaussianTestLaw:
         x_q = raw[:, n, :d] @ factor(self.cov_q).T                      # (B, d)
         mean = torch.as_tensor(self.w_mean, dtype=dtype, device=device)
         w = z_w @ factor(self.cov_w).T + mean                           # (B, d)
+        if move is not None:
+            X, x_q = move(X, x_q, generator)
         noise = raw[..., d]                                             # (B, n+1)
         y = torch.einsum("bnd,bd->bn", X, w) + self.sigma * noise[:, :n]
         y_q = (x_q * w).sum(-1) + self.sigma * noise[:, n]

@@ -92,23 +92,10 @@ class InputShiftLaw:
     def sample_prompts(
         self, batch: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
     ) -> Prompts:
-        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,)."""
-        device, d, n, law = generator.device, self.d, self.n, self.base
-        raw = torch.randn(batch, n + 1, d + 1, generator=generator, dtype=dtype, device=device)
-        z_w = torch.randn(batch, d, generator=generator, dtype=dtype, device=device)
-
-        def factor(cov: np.ndarray) -> torch.Tensor:
-            return torch.as_tensor(np.linalg.cholesky(cov), dtype=dtype, device=device)
-
-        X = raw[:, :n, :d] @ factor(law.cov_x).T                        # (B, n, d)
-        x_q = raw[:, n, :d] @ factor(law.cov_q).T                       # (B, d)
-        w = z_w @ factor(law.cov_w).T + torch.as_tensor(law.w_mean, dtype=dtype, device=device)
-        X, x_q = self.move(X, x_q, generator)
-        noise = raw[..., d]
-        y = torch.einsum("bnd,bd->bn", X, w) + self.sigma * noise[:, :n]
-        y_q = (x_q * w).sum(-1) + self.sigma * noise[:, n]
-        return Prompts(X=X.contiguous(), y=y.contiguous(), x_q=x_q.contiguous(),
-                       y_q=y_q.contiguous())
+        """Draw whole prompts: X (B, n, d), y (B, n), x_q (B, d), y_q (B,): the base law's,
+        with the inputs moved (``move``) before they are labelled."""
+        prompts: Prompts = self.base.sample_prompts(batch, generator, dtype, move=self.move)
+        return prompts
 
     def move(self, X: torch.Tensor, x_q: torch.Tensor, generator: torch.Generator
              ) -> tuple[torch.Tensor, torch.Tensor]:
