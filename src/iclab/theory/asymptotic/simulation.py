@@ -74,6 +74,14 @@ def prompt_features(tasks: np.ndarray, context: int, rho: float,
     return x[:, context], h, y[:, context]
 
 
+def _tasks(size: int, d: int, pool: np.ndarray | None,
+           rng: np.random.Generator) -> np.ndarray:
+    """``size`` tasks (size, d): fresh w ~ N(0, I_d), or rows of ``pool`` uniformly."""
+    drawn: np.ndarray = rng.standard_normal((size, d)) if pool is None else pool[
+        rng.integers(0, len(pool), size)]
+    return drawn
+
+
 def _draw(count: int, d: int, context: int, rho: float, pool: np.ndarray | None,
           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``count`` prompts (q, h~, y), in chunks; tasks uniform from ``pool`` or fresh."""
@@ -81,9 +89,7 @@ def _draw(count: int, d: int, context: int, rho: float, pool: np.ndarray | None,
     parts = []
     for start in range(0, count, chunk):
         size = min(chunk, count - start)
-        tasks = rng.standard_normal((size, d)) if pool is None else pool[
-            rng.integers(0, len(pool), size)]
-        parts.append(prompt_features(tasks, context, rho, rng))
+        parts.append(prompt_features(_tasks(size, d, pool, rng), context, rho, rng))
     q, h, y = (np.concatenate([part[i] for part in parts]) for i in range(3))
     return q, h, y
 
@@ -122,8 +128,7 @@ def _test_error(gamma: np.ndarray, prompts: int, context: int, rho: float,
     errors = []
     for start in range(0, prompts, chunk):
         size = min(chunk, prompts - start)
-        tasks = rng.standard_normal((size, d)) if pool is None else pool[
-            rng.integers(0, len(pool), size)]
+        tasks = _tasks(size, d, pool, rng)
         _, h, _ = prompt_features(tasks, context, rho, rng)
         errors.append(np.sum((h @ gamma.T - tasks) ** 2, axis=1) / d + rho)
     values = np.concatenate(errors)
