@@ -18,11 +18,16 @@ def learning_rate(optim: OptimConfig, step: int) -> float:
     return rate * min(1.0, (step + 1) / optim.warmup) if optim.warmup else rate
 
 
+def constant_rate(optim: OptimConfig) -> bool:
+    """Whether every step has the same learning rate, lr (a constant schedule, no warm-up)."""
+    return optim.lr_schedule == "constant" and not optim.warmup and not optim.exact
+
+
 def elapsed_time(optim: OptimConfig, steps: int) -> float:
     """The gradient-flow time after ``steps`` steps: the sum of their learning rates (lr x
     steps with a constant schedule). Otherwise summed in step order, as the trainer sums it,
     so a resumed run logs the same bits."""
-    if optim.lr_schedule == "constant" and not optim.warmup and not optim.exact:
+    if constant_rate(optim):
         return optim.lr * steps
     total = 0.0
     for step in range(steps):

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from iclab.config.schedule import constant_rate
 from iclab.config.train import TrainConfig
 from iclab.models.base import Model, progress_metrics
 from iclab.tasks.base import TaskFamily
@@ -154,8 +155,7 @@ def _diverged(median: float, reference: float | None) -> bool:
 def _time(config: TrainConfig, done: int, running: float) -> float:
     """The flow time after ``done`` steps: exactly lr x done with a constant schedule, else the
     running sum of the learning rates."""
-    constant = config.optim.lr_schedule == "constant" and not config.optim.warmup
-    return config.elapsed_time(done) if constant else running
+    return config.elapsed_time(done) if constant_rate(config.optim) else running
 
 
 def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -> TrainedModel:
