@@ -1,7 +1,8 @@
 """The dependency rule of docs/architecture.md, read from the import statements of src/iclab:
-no forbidden arrow between packages, no cycle between packages nor between files (imports
-inside functions included), and the size limits (at most 12 modules a package, 300 lines a
-module)."""
+no forbidden arrow between packages (the core imports no study; a study imports no other study
+it does not declare), no cycle between packages nor between files (imports inside functions
+included), and the size limits (at most 12 modules a package and no package of one module
+alone, 300 lines a module)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ PACKAGES = {"tasks", "models", "training", "analysis", "theory", "algorithms", "
             "experiments", "cli"}
 FORBIDDEN["utils"] = PACKAGES
 """The small utilities (iclab.utils) import no other package."""
+FORBIDDEN["cli"] = set()
+for _forbidden in FORBIDDEN.values():
+    _forbidden.add("studies")
+"""The core (every package but iclab.studies) imports no study."""
 EXPERIMENTS_FORBIDDEN = {
     "executors": {"specs", "claims", "figures", "report", "registries"},
     "specs": {"claims", "figures", "report", "registries"},
@@ -114,11 +119,26 @@ def module_name(path: Path, source: Path = SOURCE) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the import statements under ``if TYPE_CHECKING:`` (never run)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
+                and node.test.id == "TYPE_CHECKING":
+            skipped.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    return skipped
+
+
 def imported_modules(path: Path, known: set[str]) -> set[str]:
-    """The iclab modules (files) that ``path`` imports anywhere, lazy imports included:
-    ``from iclab.a import b`` is module ``iclab.a.b`` where that is a file, else ``iclab.a``."""
+    """The iclab modules (files) that ``path`` imports when it runs, lazy imports included
+    (those under ``if TYPE_CHECKING:`` are for the type checker alone): ``from iclab.a import
+    b`` is module ``iclab.a.b`` where that is a file, else ``iclab.a``."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    skipped = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 name = f"{node.module}.{alias.name}"
@@ -180,6 +200,64 @@ def test_the_file_walker_finds_a_cycle_through_a_lazy_import(tmp_path: Path) -> 
     (package / "b.py").write_text("def g():\n    pass\n")
     assert find_cycle(module_graph(tmp_path / "iclab")) is None
 
+
+
+def study_imports(path: Path) -> set[str]:
+    """The studies (``iclab.studies.NAME``) that ``path`` imports anywhere."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[:2] == ["iclab", "studies"] and len(parts) > 2:
+                found.add(parts[2])
+    return found
+
+
+def declared_requirements() -> dict[str, set[str]]:
+    """Each built-in study's folder name -> the studies its declaration requires."""
+    import importlib
+
+    out = {}
+    for folder in sorted(p for p in (SOURCE / "studies").iterdir() if (p / "study.py").is_file()):
+        study = importlib.import_module(f"iclab.studies.{folder.name}.study").STUDY
+        assert study.name.replace("-", "_") == folder.name, folder
+        out[folder.name] = set(study.requires)
+    return out
+
+
+def test_the_core_imports_no_study_and_no_study_an_undeclared_one() -> None:
+    requirements = declared_requirements()
+    assert {"shift", "covariates", "softmax", "pool", "asymptotic", "transformer", "garg",
+            "dynamics"} <= set(requirements)
+    for path in SOURCE.rglob("*.py"):
+        relative = path.relative_to(SOURCE).parts
+        imported = study_imports(path)
+        if relative[0] != "studies":
+            assert not imported, f"core module {path.relative_to(SOURCE)} imports {imported}"
+        elif len(relative) > 2:
+            own = relative[1]
+            undeclared = imported - {own} - requirements[own]
+            assert not undeclared, f"{path.relative_to(SOURCE)} imports undeclared {undeclared}"
+
+
+def test_the_study_walker_sees_lazy_and_from_imports(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("import iclab.studies.pool.loss\n"
+                      "def f():\n    from iclab.studies import shift\n")
+    assert study_imports(module) == {"pool", "shift"}
+
+
+def test_no_package_holds_a_single_module() -> None:
+    lonely = [str(folder.relative_to(SOURCE.parent)) for folder in SOURCE.rglob("*")
+              if folder.is_dir() and (folder / "__init__.py").is_file()
+              and len([p for p in folder.glob("*.py") if p.name != "__init__.py"]) == 1
+              and not any((sub / "__init__.py").is_file() for sub in folder.iterdir())]
+    assert not lonely, f"packages of one module: {lonely}"
 
 
 def test_no_package_has_more_than_12_modules() -> None:

@@ -11,7 +11,7 @@ import torch
 from iclab.algorithms import lsa_from_gamma
 from iclab.algorithms.baselines import BayesPosteriorMean, LeastSquares
 from iclab.analysis.reference_measures import reference_measures
-from iclab.models.softmax import SoftmaxAttention, SoftmaxModelOptions
+from iclab.studies.softmax.model import SoftmaxAttention, SoftmaxModelOptions
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.utils.errors import ConfigError

@@ -12,7 +12,7 @@ measures, ``iclab.analysis.compare``):
 Each entry holds ``mean_abs_prediction_difference`` (mean |yhat_model - yhat_ref|),
 ``sensitivity_cosine`` (mean cosine between d yhat / d x_q of the two) and
 ``reference_loss`` (the reference's mean squared error on the same prompts, for scale).
-Computed with one intra-op thread (see ``iclab.analysis.shift``).
+Computed with one intra-op thread (see ``iclab.studies.shift.measure``).
 """
 
 from __future__ import annotations

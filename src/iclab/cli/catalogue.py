@@ -1,4 +1,5 @@
-"""``iclab models`` and ``iclab families``: what can be trained, and on what."""
+"""``iclab models``, ``iclab families`` and ``iclab studies``: what can be trained, on what,
+and which studies added them (each from the command's registries)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import click
 
+from iclab.experiments.registries import Registries
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.fields import default_of, describe_allowed, field_infos
@@ -65,12 +67,13 @@ def family_rows(families: FamilyRegistry, models: ModelRegistry) -> list[dict[st
 
 @click.command("models")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
-def models_command(as_json: bool) -> None:
+@click.pass_obj
+def models_command(registries: Registries, as_json: bool) -> None:
     """List the registered models with their options and capabilities.
 
     A model of your own is named MODULE:CLASS or path/to/file.py:CLASS on iclab train.
     """
-    rows = model_rows(ModelRegistry())
+    rows = model_rows(registries.models)
     if as_json:
         click.echo(json.dumps(rows))
         return
@@ -86,10 +89,11 @@ def models_command(as_json: bool) -> None:
 
 @click.command("families")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
-def families_command(as_json: bool) -> None:
+@click.pass_obj
+def families_command(registries: Registries, as_json: bool) -> None:
     """List the task families that iclab train --family accepts, with their parameters and
     which models, samplers and exact paths apply."""
-    rows = family_rows(FamilyRegistry(), ModelRegistry())
+    rows = family_rows(registries.families, registries.models)
     if as_json:
         click.echo(json.dumps(rows))
         return
@@ -102,3 +106,42 @@ def families_command(as_json: bool) -> None:
                    f"{', '.join(row['samplers'])}; exact training: "
                    f"{', '.join(row['exact']) or 'no'}; models: {', '.join(row['models'])}")
     click.echo("Your own: --family MODULE:FUNCTION or --family path/to/file.py:FUNCTION.")
+
+
+def study_rows(registries: Registries) -> list[dict[str, Any]]:
+    """One JSON-ready description per study of the command: name, description, the studies
+    it requires, and what it adds (models, families, claim kinds, commands, theory modes, run
+    outputs)."""
+    rows = []
+    for study in registries.studies:
+        rows.append({
+            "name": study.name, "description": study.description,
+            "requires": list(study.requires),
+            "models": [m.name for m in study.models()],
+            "families": [entry.name for entry in study.families()],
+            "claim_kinds": [kind.name for kind in study.claim_kinds()],
+            "commands": len(study.commands()),
+            "theory_modes": [mode.name for mode in study.theory_modes()],
+            "run_outputs": [output.name for output in study.run_outputs()],
+        })
+    return rows
+
+
+@click.command("studies")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
+@click.pass_obj
+def studies_command(registries: Registries, as_json: bool) -> None:
+    """List the studies this command has (iclab's own and the installed or --study ones),
+    with what each adds."""
+    rows = study_rows(registries)
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        click.echo(f"{row['name']}: {row['description']}")
+        for key in ("requires", "models", "families", "claim_kinds", "theory_modes",
+                    "run_outputs"):
+            if row[key]:
+                click.echo(f"  {key.replace('_', ' ')}: {', '.join(row[key])}")
+    click.echo("Your own: iclab --study FILE.py:STUDY COMMAND ..., or an installed package "
+               "listing it under the iclab.studies entry points.")

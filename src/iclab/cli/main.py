@@ -46,19 +46,34 @@ def _model_argument(args: list[str]) -> str | None:
     return None
 
 
+def _study_arguments(args: list[str]) -> tuple[list[str], list[str]]:
+    """The ``--study REFERENCE`` options before the command's name, and the rest of
+    ``args``."""
+    studies, index = [], 0
+    while index < len(args) and (args[index] == "--study" or args[index].startswith("--study=")):
+        if args[index] == "--study":
+            if index + 1 == len(args):
+                from iclab.utils.errors import ConfigError
+                raise ConfigError("--study needs a value: FILE.py:STUDY or MODULE:STUDY")
+            studies.append(args[index + 1])
+            index += 2
+        else:
+            studies.append(args[index].split("=", 1)[1])
+            index += 1
+    return studies, args[index:]
+
+
 def build_cli(args: list[str], registries: Registries | None = None) -> Any:
     """The ``iclab`` command group (a ``click.Group``) with the command's ``registries`` (the
-    built-ins unless given) as its context object (``click.pass_obj``). A plug-in model named
-    on the command line joins the model registry first, so that its options are ``iclab
-    train`` options."""
+    core and every installed study unless given) as its context object (``click.pass_obj``).
+    The studies' commands join the group. A plug-in model named on the command line joins the
+    model registry first, so that its options are ``iclab train`` options."""
     import click
 
     from iclab import __version__
-    from iclab.cli.catalogue import families_command, models_command
+    from iclab.cli.catalogue import families_command, models_command, studies_command
     from iclab.cli.certify import certify_command
-    from iclab.cli.dynamics import make_dynamics_command
     from iclab.cli.reproduce import reproduce_command
-    from iclab.cli.shift import shift_command
     from iclab.cli.sweep import sweep_command
     from iclab.cli.theory import make_theory_command
     from iclab.cli.train import make_train_command
@@ -74,14 +89,19 @@ def build_cli(args: list[str], registries: Registries | None = None) -> Any:
 
     @click.group(context_settings={"help_option_names": ["-h", "--help"], "obj": registries})
     @click.version_option(__version__, prog_name="iclab")
-    def cli() -> None:
+    @click.option("--study", "studies", multiple=True, metavar="FILE.py:STUDY",
+                  help="Add a study (a Study object in a file or module) to this command; "
+                       "repeatable; give it before the command's name.")
+    def cli(studies: tuple[str, ...]) -> None:
         """iclab: train attention models on in-context regression and check them against
         the theory."""
 
-    for command in (make_train_command(models), make_theory_command(), certify_command,
-                    sweep_command, reproduce_command, shift_command, models_command,
-                    families_command, make_dynamics_command(models)):
+    for command in (make_train_command(models), make_theory_command(registries),
+                    certify_command, sweep_command, reproduce_command, models_command,
+                    families_command, studies_command):
         cli.add_command(command)
+    for factory in registries.commands:  # the studies' own commands
+        cli.add_command(factory(registries))
     return cli
 
 
@@ -139,6 +159,18 @@ def _import_libraries() -> None:
         import iclab.cli.train  # noqa: F401
 
 
+def _registries(args: list[str], registries: Registries | None) -> Registries:
+    """The command's registries (built here once when not given), with the studies named by
+    ``--study`` added."""
+    from iclab.experiments.registries import Registries
+    from iclab.utils.studies import load_study
+
+    registries = Registries() if registries is None else registries
+    for reference in _study_arguments(args)[0]:
+        registries.add_study(load_study(reference))
+    return registries
+
+
 def _run(args: list[str], registries: Registries | None) -> int:
     _import_libraries()
     import click
@@ -149,7 +181,9 @@ def _run(args: list[str], registries: Registries | None) -> int:
     from iclab.utils.errors import ConfigError, NotFiniteError
 
     try:
-        build_cli(args, registries).main(args=args, prog_name="iclab", standalone_mode=False)
+        registries = _registries(args, registries)
+        build_cli(_study_arguments(args)[1], registries).main(
+            args=args, prog_name="iclab", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as error:
         click.echo(error.ctx.get_help() if error.ctx else str(error))
         return 2

@@ -15,11 +15,11 @@ from iclab.config.sections import DEFAULT_MODEL, SECTIONS
 from iclab.config.train import TrainConfig
 from iclab.models.registry import ModelRegistry
 from iclab.runs.folder import check_out_dir
-from iclab.runs.pipeline import run_training
+from iclab.runs.pipeline import RunRegistries, run_training
 from iclab.tasks.covariance import load_covariance
 from iclab.tasks.pool import load_pool
 from iclab.utils.errors import ConfigError
-from iclab.utils.fields import field_infos
+from iclab.utils.fields import field_infos, validate
 
 COVARIANCES = ("cov_x", "cov_w", "context_covariance", "task_pool")
 """The matrix options, read from .npy files: cov_x, cov_w are (d, d), context_covariance is
@@ -142,20 +142,28 @@ def config_from_options(values: dict[str, Any], registry: ModelRegistry) -> Trai
             verb = "applies" if len(covariances) == 1 else "apply"
             raise ConfigError(f"{flags} {verb} only to --family linear-gaussian, not "
                               f"{family!r}")
-        config.validate(models=registry)  # scalar options first, before any file is read
+        _check_scalars(config)  # scalar options first, before any file is read
         sizes = {"cov_x": config.task.d, "cov_w": config.task.d,
                  "context_covariance": config.task.n + 1}
         scalars.update({k: (load_pool(v, config.task.d) if k == "task_pool" else
                             load_covariance(v, sizes[k])).tolist()
                         for k, v in covariances.items()})
         config = TrainConfig.from_json(scalars, registry)
-    return config.validate(models=registry)
+    return config
+
+
+def _check_scalars(config: TrainConfig) -> None:
+    """Each declared value of ``config`` within its bounds (the family, built once, is checked
+    with the rest by ``run_training``)."""
+    for section in (config.task, config.optim, config.run, config.model):
+        validate(section)
 
 
 def make_train_command(registry: ModelRegistry) -> click.Command:
     """The ``train`` command with options for the models in ``registry``."""
 
-    def train_command(out: str, quiet: bool, restart: bool, **values: Any) -> None:
+    def train_command(registries: RunRegistries, out: str, quiet: bool, restart: bool,
+                      **values: Any) -> None:
         """Train a model and compare what it learned with the optimal one-step GD.
 
         Writes OUT/config.json, OUT/metrics.jsonl, OUT/model.safetensors and, last,
@@ -171,8 +179,9 @@ def make_train_command(registry: ModelRegistry) -> click.Command:
         """
         path = check_out_dir(out)  # before Path(""), which is the current folder
         config = config_from_options(values, registry)
-        result = run_training(config, path, progress=not quiet, restart=restart)
-        depth = config.depth(registry)
+        result = run_training(config, path, progress=not quiet, restart=restart,
+                              registries=registries)
+        depth = config.depth()
         click.echo(format_result(result, depth))
         if result.get("verdict") in ("not optimal", "undetermined"):
             reason = (result.get("verdict_evidence") or {}).get("reason", "")
@@ -191,4 +200,4 @@ def make_train_command(registry: ModelRegistry) -> click.Command:
         click.option("--out", type=click.Path(file_okay=False), required=True,
                      help="Run folder."),
     ]
-    return click.command("train")(apply_options(train_command, options))
+    return click.command("train")(apply_options(click.pass_obj(train_command), options))

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from iclab.config.checks import check_config, supports_statistics
 from iclab.config.schedule import elapsed_time, learning_rate
 from iclab.config.sections import (
     DEFAULT_MODEL,
     LEGACY_RELU_WIDTH,
-    MEMORY_LIMIT_BYTES,
     MODEL_KEY,
     OptimConfig,
     RunConfig,
@@ -30,21 +30,14 @@ from iclab.config.sections import (
     section_fields,
 )
 from iclab.models.base import Model
-from iclab.models.probe import probe_plugins
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariate_laws import DEFAULT_LAW
-from iclab.tasks.garg.curriculum import Curriculum, make_curriculum, supports_curriculum
+from iclab.tasks.garg.curriculum import Curriculum, make_curriculum
 from iclab.tasks.pool import with_pool
 from iclab.tasks.registry import FamilyRegistry
-from iclab.utils.batches import shared_statistics_kind
 from iclab.utils.errors import ConfigError
-from iclab.utils.fields import field_infos, from_flat, to_flat, validate
-
-
-def supports_statistics(task: TaskFamily, model_class: type[Model]) -> bool:
-    """Whether the family can draw the sufficient statistics the model reads."""
-    return shared_statistics_kind(task, model_class) is not None
+from iclab.utils.fields import field_infos, from_flat, to_flat
 
 
 def _among(values: dict[str, Any], section: type) -> dict[str, Any]:
@@ -78,11 +71,17 @@ class TrainConfig:
     model_name: str = DEFAULT_MODEL
     model: Any = None
     """The model's options object (None: the model's defaults)."""
+    model_type: type[Model] | None = dataclasses.field(default=None, compare=False,
+                                                       repr=False)
+    """The registered class of ``model_name``, resolved once when the config is made (from
+    the caller's registry in ``from_json``; from the built-ins when None), so that nothing
+    downstream looks the model up again."""
 
     def __post_init__(self) -> None:
+        if self.model_type is None:
+            object.__setattr__(self, "model_type", ModelRegistry().get(self.model_name))
         if self.model is None:
-            options = ModelRegistry().get(self.model_name).options_class()
-            object.__setattr__(self, "model", options)
+            object.__setattr__(self, "model", self.model_class().options_class())
 
     # --- the JSON form -------------------------------------------------------------------
 
@@ -102,13 +101,15 @@ class TrainConfig:
         return out
 
     @classmethod
-    def from_json(cls, data: Any, models: ModelRegistry | None = None) -> TrainConfig:
-        """Parse and check the flat JSON form; ConfigError naming the first bad key/value."""
+    def from_json(cls, data: Any, models: ModelRegistry | None = None,
+                  model_type: type[Model] | None = None) -> TrainConfig:
+        """Parse and check the flat JSON form; ConfigError naming the first bad key/value.
+        The model is looked up in ``models`` (default: the built-ins), unless its class is
+        given as ``model_type``."""
         if not isinstance(data, dict):
             raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
-        registry = models or ModelRegistry()
         model_name = data.get(MODEL_KEY, DEFAULT_MODEL)
-        model_class = registry.get(model_name)
+        model_class = model_type or (models or ModelRegistry()).get(model_name)
         data = _legacy_relu_width(data, model_class)
         known = {*section_fields(), MODEL_KEY, *field_infos(model_class.options_class)}
         unknown = sorted(str(key) for key in set(data) - known)
@@ -124,6 +125,7 @@ class TrainConfig:
                 run=from_flat(RunConfig, {**_among(suggested, RunConfig), **data}),
                 model_name=model_name,
                 model=options,
+                model_type=model_class,
             )
         except TypeError as error:
             raise ConfigError(f"bad config: {error}") from None
@@ -141,8 +143,11 @@ class TrainConfig:
         return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
     def replace(self, **changes: Any) -> TrainConfig:
-        """A copy with flat keys changed (validated like ``from_json``)."""
-        return TrainConfig.from_json({**self.to_json(), **changes})
+        """A copy with flat keys changed (validated like ``from_json``; the same model class
+        unless ``model`` changes)."""
+        same = changes.get(MODEL_KEY, self.model_name) == self.model_name
+        return TrainConfig.from_json({**self.to_json(), **changes},
+                                     model_type=self.model_type if same else None)
 
     # --- what the config describes ---------------------------------------------------------
 
@@ -163,18 +168,20 @@ class TrainConfig:
         pooled: TaskFamily = with_pool(family, t.tasks, t.task_pool, self.run.seed)
         return pooled  # a pool of tasks: docs/theory.md section 15
 
-    def model_class(self, models: ModelRegistry | None = None) -> type[Model]:
-        """The registered class; it builds ``built_class()`` for these options."""
-        return (models or ModelRegistry()).get(self.model_name)
+    def model_class(self) -> type[Model]:
+        """The registered class (resolved when the config was made); it builds
+        ``built_class()`` for these options."""
+        assert self.model_type is not None  # set by __post_init__
+        return self.model_type
 
-    def built_class(self, models: ModelRegistry | None = None) -> type[Model]:
+    def built_class(self) -> type[Model]:
         """The class of the model these options build (whose capabilities apply)."""
-        return self.model_class(models).built_class(self.model)
+        return self.model_class().built_class(self.model)
 
-    def depth(self, models: ModelRegistry | None = None) -> int | None:
+    def depth(self) -> int | None:
         """The depth the run's model declares for its options (``Model.depth_of``): L for an
         L-layer stack judged against the optimal L-step GD, None for one layer."""
-        return self.model_class(models).depth_of(self.model)
+        return self.model_class().depth_of(self.model)
 
     def resolved_sampler(self, task: TaskFamily | None = None) -> str:
         """The sampler training uses: "statistics", "prompts" or "exact" (no sampling)."""
@@ -204,91 +211,12 @@ class TrainConfig:
 
     # --- validation --------------------------------------------------------------------------
 
-    def validate(self, families: FamilyRegistry | None = None,
-                 models: ModelRegistry | None = None) -> TrainConfig:
+    def validate(self, families: FamilyRegistry | None = None) -> TrainConfig:
         """Raise ConfigError naming the first bad value; return self when all are allowed."""
-        for section in (self.task, self.optim, self.run, self.model):
-            validate(section)
-        (families or FamilyRegistry()).check_name(self.task.family)
-        model_class = self.built_class(models)
-        model_class.check_prompt_length(self.model, self.task.n)
-        self._check_size()
-        task = self.make_task(families)
-        probe_plugins(self.model_class(models), self.model_name, self.task.d, self.task.n,
-                      self.model, task, self.run.seed)  # a user's model or family, tried here
-        if self.optim.sampler == "statistics" and not supports_statistics(task, model_class):
-            raise ConfigError(
-                f"sampler statistics needs a family with the sufficient-statistic sampler "
-                f"(linear-gaussian with Gaussian independent covariates, anisotropic) and a "
-                f"model that reads it; got family {self.task.family!r}{self._law_note()}, "
-                f"model {self.model_name!r}; use prompts or auto")
-        self._check_finite_data(task, models)
-        if self.optim.exact:
-            self._check_exact(task, model_class)
-        self._check_curriculum(task)
-        if self.optim.momentum and self.optim.optimizer != "sgd":
-            raise ConfigError(f"momentum applies to --optimizer sgd only; got optimizer "
-                              f"{self.optim.optimizer!r} with momentum {self.optim.momentum:g}")
+        self.checked_task(families)
         return self
 
-    def _check_finite_data(self, task: TaskFamily, models: ModelRegistry | None) -> None:
-        """A task pool needs a one-layer model; a fixed pretraining set, whole prompts."""
-        if getattr(task, "task_pool", None) is not None and self.depth(models) is not None:
-            raise ConfigError("tasks/task_pool apply to one-layer models only (the theory of "
-                              "a pool is the one-layer LSA's); leave layers at 1")
-        if getattr(task, "task_pool", None) is not None and self.optim.exact:
-            raise ConfigError("exact does not apply to a task pool (its exact optimum is "
-                              "iclab theory --task-pool's); train with Adam")
-        if self.optim.pretrain_prompts is not None and self.resolved_sampler(task) != "prompts":
-            raise ConfigError(f"pretrain_prompts needs the prompts sampler (a fixed set of "
-                              f"whole prompts); got sampler {self.resolved_sampler(task)!r}")
-
-    def _check_curriculum(self, task: TaskFamily) -> None:
-        if self.curriculum() is None:
-            return
-        if self.optim.pretrain_prompts is not None:
-            raise ConfigError("the curriculum and pretrain_prompts do not combine: a fixed "
-                              "pretraining set has one d and n; leave one of them out")
-        sampler = self.resolved_sampler(task)
-        if sampler != "prompts":
-            raise ConfigError(f"the curriculum trains on whole prompts; sampler {sampler!r} "
-                              f"does not apply (use prompts or auto)")
-        if not supports_curriculum(task):
-            raise ConfigError(f"the curriculum needs a family drawn on its inputs or a "
-                              f"linear Gaussian one; got {self.task.family!r}"
-                              f"{self._law_note()}")
-
-    def _law_note(self) -> str:
-        """", x_law ..." / ", correlated contexts" where the linear family has them."""
-        t = self.task
-        note = "" if t.x_law == TaskConfig.x_law else f" with x_law {t.x_law!r}"
-        if t.context_correlation is not None or t.context_covariance is not None:
-            note += " with correlated contexts"
-        return note
-
-    def _check_size(self) -> None:
-        t, o = self.task, self.optim
-        width = max(getattr(self.model, "key_dim", None) or 0,
-                    getattr(self.model, "value_dim", None) or 0, t.d + 1)
-        per_prompt = (t.n + 1) * width * 4
-        largest = max(o.batch, o.pretrain_prompts or 0,
-                      min(self.run.eval_prompts, 4_000_000 // ((t.n + 1) * (t.d + 1)) or 1))
-        if per_prompt * largest > MEMORY_LIMIT_BYTES or width * width * 8 > MEMORY_LIMIT_BYTES:
-            raise ConfigError(
-                f"d={t.d}, n={t.n}, batch={o.batch} and width {width} need about "
-                f"{per_prompt * largest / 1024**3:.0f} GiB per batch; the limit is "
-                f"{MEMORY_LIMIT_BYTES // 1024**3} GiB: lower batch, n or d")
-
-    def _check_exact(self, task: TaskFamily, model_class: type[Model]) -> None:
-        if not task.gaussian or not model_class.has_exact_loss:
-            raise ConfigError(
-                f"exact training needs a linear Gaussian family (linear-gaussian with Gaussian "
-                f"independent covariates, anisotropic) and a model with an exact loss; got "
-                f"family {self.task.family!r}{self._law_note()}, model {self.model_name!r}")
-        defaults = OptimConfig()
-        for name in ("batch", "lr", "lr_schedule", "warmup", "sampler", "optimizer", "momentum"):
-            default = getattr(defaults, name)
-            if getattr(self.optim, name) != default:
-                raise ConfigError(
-                    f"{name} does not apply to exact training (L-BFGS on the exact loss); "
-                    f"leave it at {default!r}, got {getattr(self.optim, name)!r}")
+    def checked_task(self, families: FamilyRegistry | None = None) -> TaskFamily:
+        """Validate (as ``validate``) and return the task family, built once from
+        ``families`` (default: the built-ins; ``iclab.config.checks``)."""
+        return check_config(self, families or FamilyRegistry())

@@ -1,19 +1,23 @@
 """Models by name: one registry object holding the built-in models and the user's.
 
-Built-ins (``lsa``) register exactly as a user's model does (``register_builtin_models``).
-From the command line a model is a registered name, ``MODULE:CLASS`` or
-``path/to/file.py:CLASS`` (see ``iclab.utils.plugins``); no registry is global.
+The core's model (``lsa``) registers exactly as a user's model does
+(``register_builtin_models``), and so do the models of every study (``softmax``,
+``transformer``, a user's installed study: ``iclab.utils.studies``). From the command line a
+model is a registered name, ``MODULE:CLASS`` or ``path/to/file.py:CLASS`` (see
+``iclab.utils.plugins``); no registry is global.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 from iclab.models.base import Model
 from iclab.utils.errors import ConfigError
 from iclab.utils.plugins import is_plugin_reference, load_plugin
+from iclab.utils.studies import Study, installed_studies
 
 
 def check_model_class(model_class: Any, reference: str) -> type[Model]:
@@ -31,13 +35,21 @@ def check_model_class(model_class: Any, reference: str) -> type[Model]:
 
 
 class ModelRegistry:
-    """Models by name: built-ins (unless ``builtins=False``), those registered here, and
-    plug-in references."""
+    """Models by name: built-ins (unless ``builtins=False``: the core's and those of
+    ``studies``, every installed study by default), those registered here, and plug-in
+    references."""
 
-    def __init__(self, builtins: bool = True) -> None:
+    def __init__(self, builtins: bool = True, studies: Sequence[Study] | None = None) -> None:
         self._models: dict[str, type[Model]] = {}
         if builtins:
             register_builtin_models(self)
+            for study in installed_studies() if studies is None else studies:
+                self.add_study(study)
+
+    def add_study(self, study: Study) -> None:
+        """Register the models ``study`` declares (``Study.models``)."""
+        for model_class in study.models():
+            self.register(model_class)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -72,11 +84,8 @@ class ModelRegistry:
 
 
 def register_builtin_models(registry: ModelRegistry) -> None:
-    """Register iclab's own models on ``registry``, exactly as a user registers theirs."""
+    """Register the core's model (``lsa``) on ``registry``, exactly as a user registers
+    theirs (the studies' models come from their declarations)."""
     from iclab.models.lsa.layer import LinearSelfAttention
-    from iclab.models.softmax import SoftmaxAttention
-    from iclab.models.transformer.model import Transformer
 
     registry.register(LinearSelfAttention)
-    registry.register(SoftmaxAttention)
-    registry.register(Transformer)

@@ -16,6 +16,7 @@ import torch
 from iclab.config.train import TrainConfig
 from iclab.models.base import Model
 from iclab.models.registry import ModelRegistry
+from iclab.tasks.registry import FamilyRegistry
 from iclab.training.run_folder import (
     CONFIG,
     RESULT,
@@ -106,15 +107,17 @@ def read_result(run_dir: Path, keys: tuple[str, ...] = SHOWN_KEYS,
     return RunFolder(run_dir).read_result(keys, None if config is None else config.hash())
 
 
-def read_finished_run(run_dir: Path, models: ModelRegistry | None = None
+def read_finished_run(run_dir: Path, models: ModelRegistry | None = None,
+                      families: FamilyRegistry | None = None
                       ) -> tuple[TrainConfig, dict[str, Any]]:
     """The config and result of a finished run, bound to each other where the run recorded
-    the binding; ConfigError with one line otherwise."""
+    the binding; ConfigError with one line otherwise. ``models``, ``families``: the
+    command's registries (default: the built-ins)."""
     folder = RunFolder(run_dir)
     if not folder.config.is_file() or not folder.result.is_file():
         raise ConfigError(f"{folder.path} is not a finished iclab run (needs {CONFIG} and "
                           f"{RESULT})")
-    config = TrainConfig.from_json(folder.read_object(CONFIG), models).validate(models=models)
+    config = TrainConfig.from_json(folder.read_object(CONFIG), models).validate(families)
     return config, folder.read_result(RESULT_KEYS, config.hash())
 
 
@@ -125,7 +128,7 @@ def load_trained_model(run_dir: Path, config: TrainConfig,
     the file records its config) and, given the run's ``result``, the weights it judged."""
     folder = RunFolder(run_dir)
     state = _checked_weights(folder, config, models, result)
-    model = config.model_class(models).create(config.task.d, config.model,
+    model = config.model_class().create(config.task.d, config.model,
                                               make_generator(0, "load"), torch.float64)
     try:
         model.load_state_dict({name: t.to(torch.float64) for name, t in state.items()})

@@ -9,24 +9,35 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from iclab.analysis.depth_verdict import judge_depth
 from iclab.analysis.evaluate import evaluate
-from iclab.analysis.prefix.curves import PREFIX_PROMPTS, prefix_curves, prefix_summary
-from iclab.analysis.prefix.outputs import write_prefix_outputs
 from iclab.analysis.verdict import judge
 from iclab.config.train import TrainConfig
 from iclab.models.probe import is_builtin
 from iclab.runs.folder import check_out_dir, prepare_run_dir, read_result
-from iclab.tasks.registry import FAMILY_NAMES, FamilyRegistry
+from iclab.runs.outputs import RunOutput
+from iclab.tasks.registry import FamilyRegistry
 from iclab.training.loop import TrainingDivergedError, fit, resolve_device
 from iclab.training.run_folder import RunFolder
 from iclab.utils.errors import ConfigError
 from iclab.utils.plugins import is_plugin_reference
+
+
+class RunRegistries(Protocol):
+    """What a run needs of its command's registries (``iclab.experiments.registries``): the
+    families its config names and the outputs the studies add to a finished run (the model
+    class was resolved when the config was made)."""
+
+    @property
+    def families(self) -> FamilyRegistry: ...
+
+    @property
+    def run_outputs(self) -> Sequence[RunOutput]: ...
 
 
 def run_training(
@@ -34,25 +45,29 @@ def run_training(
     out_dir: str | Path,
     progress: bool = True,
     restart: bool = False,
-    families: FamilyRegistry | None = None,
+    registries: RunRegistries | None = None,
 ) -> dict[str, Any]:
     """Train (or resume, or skip if finished) the run of ``config`` in ``out_dir``; return
-    the result written to result.json.
+    the result written to result.json. ``registries``: the command's (default: the core and
+    every installed study, built here).
 
     Everything is checked before the folder is touched: the config (a user's draw function is
-    called once, on two prompts), the device and the folder itself.
+    called once, on two prompts), the device and the folder itself. The family is built once.
     """
     path = check_out_dir(out_dir)
-    config.validate(families)
+    if registries is None:
+        from iclab.utils.studies import installed_studies
+
+        registries = _Builtins(installed_studies())
+    task = config.checked_task(registries.families)
     resolve_device(config.run.device)
-    task = config.make_task(families)
     if prepare_run_dir(config, path, restart):
         return read_result(path, config=config)
     pool = getattr(task, "task_pool", None)
     if pool is not None:  # the tasks of a pooled run, beside its config
         RunFolder(path).write_pool(pool)
     started, cpu_started = time.perf_counter(), time.process_time()
-    plugins = _uses_plugins(config)
+    plugins = _uses_plugins(config, registries.families)
     try:
         with _plugin_failures(plugins, path, "training"):
             trained = fit(config, task, path, progress)
@@ -64,12 +79,9 @@ def run_training(
     with _plugin_failures(plugins, path, "evaluating the trained model"):
         result = evaluate(trained.model, task, config.run.eval_prompts, config.run.seed,
                           depth)
-        if trained.model.has_prefix_predictions:  # the error at every k = 0..n
-            curves = prefix_curves(trained.model, task,
-                                   min(PREFIX_PROMPTS, config.run.eval_prompts), config.run.seed)
-            write_prefix_outputs(RunFolder(path).prefix_files, curves,
-                                 title=f"{config.model_name}, {config.task.family}")
-            result.update(prefix_summary(curves))
+        for output in registries.run_outputs:  # what the studies add (prefix curves, ...)
+            if output.applies(trained.model, task):
+                result.update(output.write(trained.model, task, config, path))
     result.update(judge(result, linear=trained.model.has_readout))
     if depth is not None:  # an L-layer stack: judged against the optimal L-step GD
         result.update(judge_depth(result, sparse="layer_steps" in result))
@@ -89,9 +101,18 @@ def run_training(
             f"--restart)") from None
 
 
-def _uses_plugins(config: TrainConfig) -> bool:
+class _Builtins:
+    """The core's and the installed studies' families and run outputs, for a caller that
+    gives no registries."""
+
+    def __init__(self, studies: Sequence[Any]) -> None:
+        self.families = FamilyRegistry(studies=studies)
+        self.run_outputs = [output for study in studies for output in study.run_outputs()]
+
+
+def _uses_plugins(config: TrainConfig, families: FamilyRegistry) -> bool:
     """Whether the run's model, family or covariate law is a user's plug-in."""
-    return (not is_builtin(config.model_class()) or config.task.family not in FAMILY_NAMES
+    return (not is_builtin(config.model_class()) or families.is_plugin(config.task.family)
             or is_plugin_reference(config.task.x_law))
 
 

@@ -1,12 +1,13 @@
 """Task families by name: one registry object holding the built-in families and the user's.
 
-Built-ins register exactly as a user's family does (``register_builtin_families``):
+The core's families register exactly as a user's family does (``register_builtin_families``):
 ``linear-gaussian`` (Sigma_x, Sigma_w from ``cov_x``/``cov_w``; the covariates' law
 ``x_law`` and correlated contexts ``context_correlation``/``context_covariance``, see
 ``iclab.tasks.linear_law``), ``relu``, ``two-layer-relu`` (``relu_width``, default 8;
-``make_family``'s ``width``) and ``anisotropic`` (see ``iclab.tasks.nonlinear``), and Garg et al.'s
-``sparse-linear`` (``sparsity``), ``decision-tree`` (``tree_depth``) and ``relu-network``
-(``network_width``) (see ``iclab.tasks.garg``).
+``make_family``'s ``width``) and ``anisotropic`` (see ``iclab.tasks.nonlinear``); so do the
+families of every study (Garg et al.'s ``sparse-linear``, ``decision-tree`` and
+``relu-network``: ``iclab.studies.garg``), through the study's declaration
+(``iclab.utils.studies``).
 
 A user adds a family with a function that draws f's values on given inputs,
 
@@ -25,7 +26,7 @@ attributes on the function declare those properties of f's law. No registry is g
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,14 +34,6 @@ import numpy as np
 
 from iclab.tasks.base import TaskFamily, check_scalars
 from iclab.tasks.covariate_laws import DEFAULT_LAW, allowed_laws
-from iclab.tasks.garg.families import (
-    DEFAULT_NETWORK_WIDTH,
-    DEFAULT_SPARSITY,
-    DEFAULT_TREE_DEPTH,
-    DecisionTreeTask,
-    ReluNetworkTask,
-    SparseLinearTask,
-)
 from iclab.tasks.linear_law import linear_family
 from iclab.tasks.nonlinear import (
     DEFAULT_WIDTH,
@@ -52,10 +45,10 @@ from iclab.tasks.nonlinear import (
 )
 from iclab.utils.errors import ConfigError
 from iclab.utils.plugins import is_plugin_reference, load_plugin
+from iclab.utils.studies import Study, installed_studies
 
-FAMILY_NAMES = ("linear-gaussian", "relu", "two-layer-relu", "anisotropic", "sparse-linear",
-                "decision-tree", "relu-network")
-"""The built-in families, in the order ``iclab families`` lists them."""
+FAMILY_NAMES = ("linear-gaussian", "relu", "two-layer-relu", "anisotropic")
+"""The core's families, in the order ``iclab families`` lists them (the studies' follow)."""
 
 Family = TaskFamily
 """Every task family ``make_family`` returns (kept as a name for older imports)."""
@@ -71,13 +64,15 @@ class FamilyEntry:
     """A registered family: how to build it and which parameters it takes.
 
     parameters: name -> help text (every other parameter is refused for this family);
-    description: one line for ``iclab families``.
+    description: one line for ``iclab families``; plugin: whether the family is a user's
+    draw function (whose failures are held to one line naming it as a plug-in).
     """
 
     name: str
     build: FamilyBuilder
     description: str
     parameters: dict[str, str] = field(default_factory=dict)
+    plugin: bool = False
 
 
 def _check_name(name: Any) -> str:
@@ -94,7 +89,8 @@ def _function_entry(name: str, draw: DrawFunction, rotation_invariant: bool,
         return FunctionTask(d, n, sigma, draw, name, rotation_invariant, sign_symmetric)
 
     kind = "rotation-invariant " if rotation_invariant else ""
-    return FamilyEntry(name, build, f"user {kind}family: x ~ N(0, I), f drawn by {name}")
+    return FamilyEntry(name, build, f"user {kind}family: x ~ N(0, I), f drawn by {name}",
+                       plugin=True)
 
 
 def load_draw_function(spec: str) -> FamilyEntry:
@@ -107,13 +103,30 @@ def load_draw_function(spec: str) -> FamilyEntry:
 
 
 class FamilyRegistry:
-    """Task families by name: the built-ins (unless ``builtins=False``) and those registered
-    on this object, plus ``MODULE:FUNCTION`` / ``file.py:FUNCTION`` references."""
+    """Task families by name: the built-ins (unless ``builtins=False``: the core's and those
+    of ``studies``, every installed study by default) and those registered on this object,
+    plus ``MODULE:FUNCTION`` / ``file.py:FUNCTION`` references."""
 
-    def __init__(self, builtins: bool = True) -> None:
+    def __init__(self, builtins: bool = True, studies: Sequence[Study] | None = None) -> None:
         self._entries: dict[str, FamilyEntry] = {}
         if builtins:
             register_builtin_families(self)
+            for study in installed_studies() if studies is None else studies:
+                self.add_study(study)
+
+    def add_study(self, study: Study) -> None:
+        """Register the families ``study`` declares (``Study.families``)."""
+        for entry in study.families():
+            if not isinstance(entry, FamilyEntry):
+                raise ConfigError(f"study {study.name!r}: families must be FamilyEntry "
+                                  f"objects, got {entry!r}")
+            self.register(entry)
+
+    def is_plugin(self, name: str) -> bool:
+        """Whether the family ``name`` is a user's draw function (registered or by
+        reference)."""
+        known = self._entries.get(name)
+        return known.plugin if known is not None else True
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -189,7 +202,7 @@ class FamilyRegistry:
 
 
 def register_builtin_families(registry: FamilyRegistry) -> None:
-    """Register iclab's own families on ``registry``, exactly as a user registers theirs."""
+    """Register the core's families on ``registry``, exactly as a user registers theirs."""
 
     def linear_gaussian(d: int, n: int, sigma: float, cov_x: np.ndarray | None = None,
                         cov_w: np.ndarray | None = None, x_law: str = DEFAULT_LAW,
@@ -221,18 +234,6 @@ def register_builtin_families(registry: FamilyRegistry) -> None:
                     {"relu_width": f"hidden width m >= 1 (default {DEFAULT_WIDTH})"}),
         FamilyEntry("anisotropic", anisotropic_task,
                     "control: x ~ N(0, I), w ~ N(0, diag(1/4 .. 4)), not rotation-invariant"),
-        FamilyEntry("sparse-linear", SparseLinearTask,
-                    "Garg et al.: x ~ N(0, I), f(x) = w^T x, s of d coordinates of w nonzero, "
-                    "N(0, 1)", {"sparsity": f"nonzero coordinates s, 1..d (default "
-                                            f"{DEFAULT_SPARSITY}, or d if d < 3)"}),
-        FamilyEntry("decision-tree", DecisionTreeTask,
-                    "Garg et al.: x ~ N(0, I), f a random tree: nodes test x_j > 0 (j "
-                    "uniform), leaves N(0, 1)", {"tree_depth": f"tree depth >= 1 (default "
-                                                              f"{DEFAULT_TREE_DEPTH})"}),
-        FamilyEntry("relu-network", ReluNetworkTask,
-                    "Garg et al.: x ~ N(0, I), f(x) = sqrt(2/m) a^T relu(V x), V, a "
-                    "N(0, 1) entries", {"network_width": f"hidden width m >= 1 (default "
-                                                          f"{DEFAULT_NETWORK_WIDTH})"}),
     ):
         registry.register(entry)
 

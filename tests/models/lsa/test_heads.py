@@ -11,8 +11,8 @@ from iclab.config.train import TrainConfig
 from iclab.models.lsa.heads import MultiHeadLinearAttention
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
+from iclab.studies.dynamics.heads_loss import HeadsLoss
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.theory.dynamics.heads import HeadsLoss
 from iclab.utils.errors import ConfigError
 
 

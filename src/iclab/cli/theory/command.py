@@ -9,21 +9,17 @@ from typing import Any
 import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
-from iclab.cli.theory.asymptotic import asymptotic_mode, asymptotic_options
 from iclab.cli.theory.pool import pool_theory
-from iclab.cli.theory.shift import format_shift_rows, shift_rows_json
 from iclab.config.sections import RunConfig, TaskConfig
 from iclab.config.train import TrainConfig
 from iclab.experiments.registries import Registries
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariance import load_covariance
 from iclab.tasks.registry import FamilyRegistry
-from iclab.tasks.shifted import SHIFT_KINDS, check_kind, parse_values
 from iclab.theory.bayes import check_bayes_prompts
 from iclab.theory.depth.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
 from iclab.theory.rotation_invariant import DEFAULT_PRECISION
-from iclab.theory.shifted_optimum import shift_base, shifted_optimum_rows
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import check_value, coerce, field_infos, validate
 
@@ -124,14 +120,11 @@ def _check_numbers(values: dict[str, Any]) -> None:
     if not (math.isfinite(precision) and MIN_PRECISION <= precision <= MAX_PRECISION):
         raise ConfigError(f"--precision must be a number from {MIN_PRECISION:g} to "
                           f"{MAX_PRECISION:g}, got {precision}")
-    if (values["shift"] is None) != (values["values"] is None):
-        raise ConfigError("--shift and --values go together: --shift KIND --values V1,V2,...")
 
 
 def theory_command(
     registries: Registries, monte_carlo: bool, precision: float, bayes_prompts: int,
-    layers: int | None, preconditioned: bool, seed: int, shift: str | None,
-    values: str | None, as_json: bool,
+    layers: int | None, preconditioned: bool, seed: int, as_json: bool,
     **task_options: Any,
 ) -> None:
     """The optimal one-layer LSA for a task family: Gamma*, eta*, its loss and the Bayes risk.
@@ -140,27 +133,29 @@ def theory_command(
     bayes_loss (null where not defined), method ("closed-form" or "monte-carlo"), stderr
     (standard errors of the Monte Carlo values, null for closed forms), n_eff (correlated
     contexts: the number of independent examples worth as much; null otherwise), and the
-    inputs. With --shift KIND --values V1,...: also shift (the kind) and rows, one per value:
+    inputs; and the keys of the studies' additions (``registries.theory_additions``; with the
+    shift study's --shift KIND --values V1,...: shift (the kind) and rows, one per value:
     value, lsa_loss (the exact loss of this optimal LSA under the shifted test law),
-    bayes_loss, bayes_loss_stderr (the Bayes risk of the test law) and ratio.
+    bayes_loss, bayes_loss_stderr (the Bayes risk of the test law) and ratio).
     """
-    if asymptotic_mode(task_options, seed, as_json):  # --asymptotic: docs/theory.md section 16
-        return
+    for mode in registries.theory_modes:  # a study's mode (--asymptotic: its own options)
+        if mode.run(task_options, seed, as_json):
+            return
     _check_numbers({"seed": seed, "layers": layers, "preconditioned": preconditioned,
-                    "bayes_prompts": bayes_prompts, "precision": precision, "shift": shift,
-                    "values": values})
+                    "bayes_prompts": bayes_prompts, "precision": precision})
+    requests = [(addition, addition.take(task_options))
+                for addition in registries.theory_additions]
+    requests = [(addition, request) for addition, request in requests if request is not None]
     if task_options.get("task_pool") is not None or task_options.get("tasks") is not None:
         return pool_theory(task_options, seed, as_json)  # a finite pool: docs/theory.md s. 15
-    shift_values = None if shift is None else parse_values(check_kind(shift), str(values))
     given = {key: value for key, value in task_options.items() if value is not None}
     config, task = task_of(given, registries.families)
     d, n, sigma = config.d, config.n, config.sigma
-    if shift is not None:
-        shift_base(task)  # a linear Gaussian law, before any work
+    for addition, request in requests:
+        addition.check(request, task)  # before any work
     if task.gaussian and bayes_prompts > 0:
         check_bayes_prompts(d, n, sigma, bayes_prompts, "--bayes-prompts")
-    rows = None if shift_values is None else shifted_optimum_rows(
-        task, str(shift), shift_values, bayes_prompts, seed)
+    added = [addition.run(request, task, bayes_prompts, seed) for addition, request in requests]
     optimum = family_optimum(task, monte_carlo=monte_carlo, precision=precision, seed=seed,
                              bayes=bayes_prompts > 0, bayes_prompts=bayes_prompts)
     steps = None if layers is None else multistep_optimum(
@@ -169,8 +164,8 @@ def theory_command(
         click.echo(format_optimum(config.family, task, optimum))
         if steps is not None:
             click.echo(format_steps(steps))
-        if rows is not None:
-            click.echo(format_shift_rows(str(shift), rows))
+        for text, _ in added:
+            click.echo(text)
         return
     record: dict[str, Any] = {"family": config.family, "d": d, "n": n, "sigma": sigma}
     if config.family == "two-layer-relu":
@@ -183,14 +178,15 @@ def theory_command(
     record.update(optimum.to_json())
     if steps is not None:
         record.update(steps.to_json())
-    if rows is not None:
-        record.update(shift_rows_json(str(shift), rows))
+    for _, keys in added:
+        record.update(keys)
     click.echo(json.dumps(record, allow_nan=False))
 
 
-def make_theory_command() -> click.Command:
+def make_theory_command(registries: Registries) -> click.Command:
     """The ``theory`` command: the task's options generated from its declared fields
-    (``iclab.config.train.TaskConfig``, as ``iclab train``), then the theory's own."""
+    (``iclab.config.train.TaskConfig``, as ``iclab train``), then the theory's own, then
+    those of the studies' modes (``registries.theory_modes``)."""
     options = [
         *declared_options([(TaskConfig, "")]),
         click.option("--monte-carlo", is_flag=True,
@@ -209,14 +205,9 @@ def make_theory_command() -> click.Command:
                           "(Monte Carlo; tens of seconds to minutes)."),
         click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the Monte Carlo estimates (0 to 2**62)."),
-        click.option("--shift", type=str, default=None,
-                     help="Also this optimal LSA under shifted test laws: "
-                          f"{', '.join(SHIFT_KINDS)} (as iclab shift; linear Gaussian "
-                          "families)."),
-        click.option("--values", type=str, default=None,
-                     help="With --shift: the shifted values, comma-separated (\"1,2,4\")."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
-        *asymptotic_options(),
+        *(option for mode in registries.theory_modes for option in mode.options()),
+        *(option for addition in registries.theory_additions for option in addition.options()),
     ]
     command = click.command("theory")(apply_options(click.pass_obj(theory_command), options))
     for param in command.params:  # --d, --n: required by task_of (not by --asymptotic)

@@ -15,7 +15,9 @@ from typing import Any, ClassVar, Protocol
 
 from iclab.experiments.claims.parameters import ClaimParameter, check_parameters
 from iclab.experiments.figures.figure_file import FigureFile
+from iclab.experiments.figures.measurement_table import Measurement
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
+from iclab.experiments.specs.measurement_spec import MeasurementSpec
 from iclab.experiments.specs.results import RunRecord, Site, axis_value
 from iclab.experiments.specs.spec import Spec
 from iclab.utils.errors import ConfigError
@@ -169,6 +171,22 @@ class ClaimKind:
         checked ``parameters`` say what): the sweep makes these measurements after training
         and writes them into the run folders; the kind's checks read them. None by default."""
         return ()
+
+    measurement_key: ClassVar[str | None] = None
+    """The key that makes a spec's ``[[measurements]]`` table this kind's (None: the kind makes
+    no measurement tables); it then implements ``parse_measurement`` and
+    ``report_measurement``."""
+
+    def parse_measurement(self, table: dict[str, Any], where: str) -> dict[str, Any]:
+        """The checked parameters of a measurement table's own keys (``section`` and
+        ``groups`` taken out); ConfigError, one line starting with ``where``."""
+        raise ConfigError(f"{where}: claim kind {self.name!r} makes no measurements")
+
+    def report_measurement(self, measurement: MeasurementSpec, index: int,
+                           context: ClaimContext) -> Measurement:
+        """The table and figure (written into the sweep folder) of the ``index``-th
+        measurement of the spec, from the run folders the sweep measured."""
+        raise ConfigError(f"claim kind {self.name!r} makes no measurements")
 
     def figure_key(self, spec: ClaimSpec) -> tuple[str, str] | None:
         """The figure the claim appears in: the claims of a spec with the same key share one,

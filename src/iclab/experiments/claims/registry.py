@@ -1,7 +1,8 @@
 """Claim kinds by name, and every claim of a spec checked on its runs.
 
-A ``ClaimRegistry`` holds the built-in kinds (``register_builtin_claims``, registered exactly
-as a user's kind is) and those registered on it. A spec may also name a kind as a plug-in
+A ``ClaimRegistry`` holds the built-in kinds (the core's, ``register_builtin_claims``, and
+those every study declares, ``iclab.utils.studies``: each registered exactly as a user's kind
+is) and those registered on it. A spec may also name a kind as a plug-in
 reference, ``kind = "my_claims.py:SlopeClaim"`` or ``"my_package.claims:SlopeClaim"`` (see
 ``iclab.utils.plugins``): the class is loaded when the spec is read, instantiated once and
 registered under that reference, so the checks and the report of the same command use it.
@@ -11,24 +12,21 @@ No registry is global: the command owns one (``iclab.experiments.registries``).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from iclab.experiments.claims.asymptotic.kinds import LuAsymptoticClaim
 from iclab.experiments.claims.covariates import COVARIATE_KINDS
 from iclab.experiments.claims.depth import DEPTH_KINDS
-from iclab.experiments.claims.dynamics.kind import DynamicsClaim
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.plugin_check import check_claim_kind, checked_claims
 from iclab.experiments.claims.pool import POOL_KINDS
-from iclab.experiments.claims.prefix.kind import PREFIX_KINDS
-from iclab.experiments.claims.shift import ShiftClaim
-from iclab.experiments.claims.shift_growth import ShiftGrowthClaim
 from iclab.experiments.claims.theorems import THEOREM_KINDS
 from iclab.experiments.specs.results import RunRecord, sites
 from iclab.experiments.specs.spec import Spec
 from iclab.utils.errors import ConfigError
 from iclab.utils.plugins import is_plugin_reference, load_plugin
+from iclab.utils.studies import Study, installed_studies
 
 
 def load_claim_kind(reference: str) -> ClaimKind:
@@ -47,13 +45,24 @@ def load_claim_kind(reference: str) -> ClaimKind:
 
 
 class ClaimRegistry:
-    """Claim kinds by name: the built-ins (unless ``builtins=False``), those registered, and
-    plug-in references (loaded and registered on first use)."""
+    """Claim kinds by name: the built-ins (unless ``builtins=False``: the core's and those of
+    ``studies``, every installed study by default), those registered, and plug-in references
+    (loaded and registered on first use)."""
 
-    def __init__(self, builtins: bool = True) -> None:
+    def __init__(self, builtins: bool = True, studies: Sequence[Study] | None = None) -> None:
         self._kinds: dict[str, ClaimKind] = {}
         if builtins:
             register_builtin_claims(self)
+            for study in installed_studies() if studies is None else studies:
+                self.add_study(study)
+
+    def add_study(self, study: Study) -> None:
+        """Register the claim kinds ``study`` declares (``Study.claim_kinds``)."""
+        for kind in study.claim_kinds():
+            if not isinstance(kind, ClaimKind):
+                raise ConfigError(f"study {study.name!r}: claim_kinds must be ClaimKind "
+                                  f"instances, got {kind!r}")
+            self.register(kind)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -67,6 +76,12 @@ class ClaimRegistry:
         if not key or key in self._kinds:
             raise ConfigError(f"claim kind {key!r} is empty or already registered")
         self._kinds[key] = kind
+
+    def measuring_kinds(self) -> dict[str, ClaimKind]:
+        """measurement_key -> the registered kind that makes ``[[measurements]]`` tables with
+        that key (``ClaimKind.measurement_key``)."""
+        return {kind.measurement_key: kind for kind in self._kinds.values()
+                if kind.measurement_key is not None}
 
     def get(self, name: str) -> ClaimKind:
         """The kind called ``name``; a plug-in reference is loaded and registered."""
@@ -82,10 +97,8 @@ class ClaimRegistry:
 
 
 def register_builtin_claims(registry: ClaimRegistry) -> None:
-    """Register iclab's claim kinds, exactly as a new kind would be registered."""
-    for kind_class in (*THEOREM_KINDS, ShiftClaim, ShiftGrowthClaim, *DEPTH_KINDS,
-                       *COVARIATE_KINDS, *POOL_KINDS, LuAsymptoticClaim,
-                       *PREFIX_KINDS, DynamicsClaim):
+    """Register the core's claim kinds, exactly as a new kind would be registered."""
+    for kind_class in (*THEOREM_KINDS, *DEPTH_KINDS, *COVARIATE_KINDS, *POOL_KINDS):
         registry.register(kind_class())
 
 

@@ -60,6 +60,7 @@ def train_run(config: dict[str, Any], run_dir: Path) -> None:
     from iclab.config.train import TrainConfig
     from iclab.runs.pipeline import run_training
 
+    # this worker's registries: the core and every installed study (run_training's default)
     run_training(TrainConfig.from_json(config), Path(run_dir), progress=False)
 
 

@@ -26,7 +26,7 @@ def only_axis(axes: tuple[str, ...]) -> str | None:
     return axes[0] if len(axes) == 1 else None
 
 
-def _where(group: str, site: Site) -> str:
+def where_text(group: str, site: Site) -> str:
     return f"Group {group}{f' ({site.label})' if site.label else ''}"
 
 
@@ -57,7 +57,7 @@ def gamma_figures(section: str, group: str, group_sites: list[Site],
         panels = [(f"learned Gamma (seed {seed})", record.gamma), *panels_of(record)]
         name = indexed_name(f"{group}_gamma", index, len(group_sites)) + ".png"
         plots.gamma_heatmaps(panels, f"{group}: {site.label or 'Gamma'}", out_dir / name)
-        figures.append(FigureFile(section, name, f"{_where(group, site)}: "
+        figures.append(FigureFile(section, name, f"{where_text(group, site)}: "
                                   + ", ".join(p[0] for p in panels) + "."))
     return figures
 
@@ -80,25 +80,6 @@ def copy_file(source: Path, target: Path) -> None:
         shutil.copyfile(source, tmp)
 
     atomic_write(target, write)
-
-
-def shift_figure(section: str, group: str, site: Site, index: int, count: int, kind: str,
-                 folder: Path, model: str, prompts: int, exact: bool, taken: set[str],
-                 out_dir: Path) -> FigureFile:
-    """The shift.png of ``folder`` (the site's first seed's shift evaluation) copied into
-    the sweep folder under a name not in ``taken`` (which it joins)."""
-    record = site.records[0]
-    name = indexed_name(f"{group}_shift_{kind}", index, count)
-    if f"{name}.png" in taken:  # same kind, other values
-        name += f"_{folder.name.rsplit('-', 1)[-1]}"
-    taken.add(f"{name}.png")
-    copy_file(folder / "shift.png", out_dir / f"{name}.png")
-    line = " (line: exact)" if exact else ""
-    return FigureFile(section, f"{name}.png", (
-        f"{_where(group, site)}, seed {record.point.config.run.seed}, {kind} shift: test "
-        f"loss of the trained {model} model{line} beside OLS, ridge, one-step GD with Gamma* "
-        f"and the Bayes predictor of the test law ({prompts} prompts per value, bars 2 se); "
-        f"runs/{record.point.run_id}/{folder.name}/."))
 
 
 def depth_section_figure(section: str, groups: list[tuple[str, list[Site]]],

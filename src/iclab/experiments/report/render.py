@@ -17,7 +17,7 @@ from pathlib import Path
 from iclab import __version__
 from iclab.experiments.claims.kind import Claim
 from iclab.experiments.figures.figure_file import FigureFile
-from iclab.experiments.report.measurements import Measurement
+from iclab.experiments.figures.measurement_table import Measurement
 from iclab.experiments.specs.results import RunRecord
 from iclab.experiments.specs.spec import Spec
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.figures.figure_file import FigureFile
-from iclab.experiments.report.measurements import measure
 from iclab.experiments.report.render import render_html, render_markdown
 from iclab.experiments.report.section_times import PhaseTimer, timing_text
 from iclab.experiments.specs.claim_spec import ClaimSpec
@@ -56,7 +55,8 @@ def write_report(spec: Spec, records: dict[str, RunRecord], out_dir: Path,
     with timer.phase("figures"):
         figures = make_figures(context, registry)
     with timer.phase("measurements"):
-        measured = measure(spec, spec.measurements, records, context, out_dir)
+        measured = [registry.get(m.kind).report_measurement(m, index, context)
+                    for index, m in enumerate(spec.measurements)]
     timing = timing_text(spec, records, timer)
     atomic_write_json(out_dir / "claims.json", [c.to_json() for c in claims])
     atomic_write_text(out_dir / "report.md",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from iclab.models.registry import ModelRegistry
+from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.errors import ConfigError
 from iclab.utils.plugins import error_line, is_builtin_code
 
@@ -58,11 +59,29 @@ class ClaimKindSchema(Protocol):
         """The measurements each run of the claim's group needs (none for most kinds)."""
 
 
+class MeasuringKind(Protocol):
+    """What the spec loader asks of a kind that makes ``[[measurements]]`` tables."""
+
+    @property
+    def name(self) -> str:
+        """The kind's name."""
+
+    def parse_measurement(self, table: dict[str, Any], where: str) -> dict[str, Any]:
+        """The checked parameters of a table's own keys (``section`` and ``groups`` taken
+        out); ConfigError, one line starting with ``where``, on a bad or unknown key."""
+
+    def measurements(self, parameters: dict[str, Any]) -> tuple[RunMeasurement, ...]:
+        """What each run of the table's groups is measured on."""
+
+
 class ClaimKinds(Protocol):
     """Claim kinds by name (a ``ClaimRegistry``)."""
 
     def get(self, name: str) -> ClaimKindSchema:
         """The kind called ``name``; ConfigError naming the allowed kinds otherwise."""
+
+    def measuring_kinds(self) -> Mapping[str, MeasuringKind]:
+        """measurement_key -> the kind that makes ``[[measurements]]`` tables with it."""
 
 
 class SpecRegistries(Protocol):
@@ -72,6 +91,10 @@ class SpecRegistries(Protocol):
     @property
     def models(self) -> ModelRegistry:
         """The models a group may name."""
+
+    @property
+    def families(self) -> FamilyRegistry:
+        """The families a group may name."""
 
     @property
     def claims(self) -> ClaimKinds:

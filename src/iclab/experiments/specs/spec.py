@@ -66,6 +66,7 @@ from iclab.experiments.specs.extends import resolve_extends
 from iclab.experiments.specs.measurement_spec import MeasurementSpec, parse_measurements
 from iclab.experiments.specs.text import parse_text, read_spec_file
 from iclab.models.registry import ModelRegistry
+from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import field_infos
 from iclab.utils.plugins import is_plugin_reference
@@ -154,7 +155,7 @@ def allowed_group_keys(models: ModelRegistry, model: Any = None) -> set[str]:
 
 def _expand_group(
     raw: Any, index: int, defaults: dict[str, Any], named: dict[str, Any], source: str,
-    models: ModelRegistry, budget: int = MAX_POINTS,
+    models: ModelRegistry, families: FamilyRegistry, budget: int = MAX_POINTS,
 ) -> GroupSpec:
     where = f"{source}: groups[{index}]"
     if not isinstance(raw, dict):
@@ -197,7 +198,7 @@ def _expand_group(
             if pool is not None:
                 data["task_pool"] = pool
             try:
-                config = TrainConfig.from_json(data, models).validate(models=models)
+                config = TrainConfig.from_json(data, models).validate(families)
             except (ConfigError, TypeError) as error:
                 raise _fail(where, f"{error} (this installed iclab cannot run this group)") \
                     from None
@@ -235,7 +236,7 @@ def parse_spec(data: Any, source: str, registries: SpecRegistries) -> Spec:
     for index, raw_group in enumerate(raw_groups):
         budget = MAX_POINTS - sum(len(group.points) for group in groups)
         groups.append(_expand_group(raw_group, index, defaults, named, source,
-                                    registries.models, budget))
+                                    registries.models, registries.families, budget))
     names = [g.name for g in groups]
     if len(set(names)) != len(names):
         raise _fail(source, f"group names repeat: {names}")

@@ -66,7 +66,7 @@ class MultiHeadLinearAttention(Model):
 
     def raw_parameters(self) -> list[np.ndarray]:
         """[v, W] or [v, K, Q] as float64 arrays (the layout of
-        ``iclab.theory.dynamics.heads.HeadsLoss``)."""
+        ``iclab.studies.dynamics.heads_loss.HeadsLoss``)."""
         weights = [self.v, self.W] if self.W is not None else [self.v, self.K, self.Q]
         return [w.detach().to("cpu", torch.float64).numpy().copy()
                 for w in weights if w is not None]

@@ -1,5 +1,6 @@
-"""Garg et al.'s function classes (sparse linear, decision trees, two-layer ReLU networks) and
-their curriculum; registered as built-in families in ``iclab.tasks.registry``."""
+"""Garg et al.'s curriculum (the effective d and n grow during training) and their input
+shifts of a linear Gaussian law, which the core's training and shift evaluation use; their
+function classes are the ``garg`` study's (``iclab.studies.garg``)."""
 
 from iclab.tasks.garg.curriculum import (
     Curriculum,
@@ -7,14 +8,5 @@ from iclab.tasks.garg.curriculum import (
     make_curriculum,
     supports_curriculum,
 )
-from iclab.tasks.garg.families import DecisionTreeTask, ReluNetworkTask, SparseLinearTask
 
-__all__ = [
-    "Curriculum",
-    "DecisionTreeTask",
-    "ReluNetworkTask",
-    "SparseLinearTask",
-    "curriculum_prompts",
-    "make_curriculum",
-    "supports_curriculum",
-]
+__all__ = ["Curriculum", "curriculum_prompts", "make_curriculum", "supports_curriculum"]

@@ -1,1 +1,0 @@
-"""Claim kinds that read a run's prefix curves (prefix.json, ``iclab.analysis.prefix``)."""

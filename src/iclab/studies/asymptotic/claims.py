@@ -1,0 +1,222 @@
+"""The ``lu-asymptotic`` claim kind: Lu et al.'s asymptotic theory of ridge-fitted linear
+attention (docs/theory.md section 16) against the finite-d simulation, without training runs.
+
+The kind computes everything from its parameters (``needs_runs`` false: its claims name no
+group): the closed forms of ``iclab.studies.asymptotic.formulas`` and the seeded finite-d
+simulations of ``iclab.studies.asymptotic.simulation``, cached in the claim context so that the
+figure reuses them. One option, ``measure``:
+
+- ``double-descent``: the simulated e_ICL at dimension ``d`` and a small ``lam`` over the
+  ``taus`` grid peaks at tau within ``tolerance`` of 1, where Result 1 (lam -> 0) diverges;
+  and the closed form is larger at the grid points next to 1 than at both ends.
+- ``kappa-transition``: over the ``kappas`` grid at dimension ``d``: at the smallest kappa the
+  pretraining tasks are memorised, e_IDG <= ``memorised`` x e_ICL; at the largest the two
+  meet, (e_ICL - e_IDG)/e_ICL <= ``tolerance``.
+- ``convergence``: for each of ``points`` ([tau, alpha, kappa, rho, lam]), the gap |theory -
+  simulation| (the larger of e_ICL's and e_IDG's) at the largest of ``dims`` is below
+  the gap at the smallest, or within ``separation`` standard errors of 0.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
+from iclab.experiments.claims.parameters import ClaimParameter, integer, number_list
+from iclab.experiments.figures.figure_file import FigureFile
+from iclab.experiments.specs.claim_spec import ClaimSpec
+from iclab.experiments.specs.results import Site
+from iclab.studies.asymptotic.errors import asymptotic_errors
+from iclab.studies.asymptotic.formulas import check_inputs, ridgeless_e_icl
+from iclab.studies.asymptotic.simulation import SimulatedErrors, simulate
+from iclab.utils.errors import ConfigError
+
+Point = tuple[float, float, float, float, float]
+
+
+def _number(low: float, high: float) -> Any:
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                low <= value <= high):
+            raise ConfigError(f"must be a number from {low:g} to {high:g}, got {value!r}")
+        return float(value)
+    return check
+
+
+def _kappa(value: Any) -> float:
+    if value == "inf":
+        return math.inf
+    return float(_number(1e-6, 1e6)(value))
+
+
+def _points(value: Any) -> tuple[Point, ...]:
+    """A list of 1 to 8 [tau, alpha, kappa, rho, lam] lists (kappa may be "inf")."""
+    if not isinstance(value, list) or not 1 <= len(value) <= 8 or not all(
+            isinstance(p, list) and len(p) == 5 for p in value):
+        raise ConfigError(f"must be a list of 1 to 8 [tau, alpha, kappa, rho, lam] lists, got "
+                          f"{value!r}")
+    out = []
+    for raw in value:
+        point = (float(_number(0, 1e6)(raw[0])), float(_number(0, 1e6)(raw[1])),
+                 _kappa(raw[2]), float(_number(0, 1e6)(raw[3])), float(_number(0, 1e6)(raw[4])))
+        asymptotic_errors(*point)  # checks the values; refuses tau = 1 with lam = 0
+        out.append(point)
+    return tuple(out)
+
+
+def simulated(context: ClaimContext, point: Point, d: int, repeats: int, seed: int,
+              test_prompts: int) -> SimulatedErrors:
+    """The finite-d simulation at ``point``, cached in the claim context."""
+    key = ("lu-asymptotic", point, d, repeats, seed, test_prompts)
+    if key not in context.cache:
+        context.cache[key] = simulate(*point, d=d, seed=seed, repeats=repeats,
+                                      test_prompts=test_prompts)
+    result: SimulatedErrors = context.cache[key]
+    return result
+
+
+def gap(point: Point, sim: SimulatedErrors) -> tuple[float, float]:
+    """max |theory - simulation| over e_ICL and e_IDG, with the standard error of that
+    simulated value."""
+    theory = asymptotic_errors(*point)
+    return max((abs(sim.e_icl - theory.e_icl), sim.e_icl_stderr),
+               (abs(sim.e_idg - theory.e_idg), sim.e_idg_stderr))
+
+
+class LuAsymptoticClaim(ClaimKind):
+    name = "lu-asymptotic"
+    needs_runs = False
+    options: ClassVar[dict[str, tuple[str, ...]]] = {
+        "measure": ("convergence", "double-descent", "kappa-transition")}
+    statements: ClassVar[dict[str, str]] = {
+        "convergence": "the finite-d ridge fit's held-out errors approach the asymptotic ones "
+                       "as d grows",
+        "double-descent": "e_ICL peaks at tau = 1 (n = d^2 prompts) at small lambda",
+        "kappa-transition": "small task diversity: e_IDG well below e_ICL (the pool is "
+                            "memorised); large: the two meet",
+    }
+    parameters: ClassVar[dict[str, ClaimParameter]] = {
+        "points": ClaimParameter("convergence: [tau, alpha, kappa, rho, lam] lists", _points),
+        "dims": ClaimParameter("convergence: the dimensions d, increasing",
+                               number_list(2, 4), (20, 40)),
+        "repeats": ClaimParameter("pretraining sets per simulation (convergence: or a list, "
+                                  "one per d in order, cut to the length of dims)",
+                                  lambda v: v, 2),
+        "taus": ClaimParameter("double-descent: the tau grid", number_list(3, 20)),
+        "kappas": ClaimParameter("kappa-transition: the kappa grid", number_list(2, 20)),
+        "tau": ClaimParameter("kappa-transition: tau", _number(1e-3, 1e3), 2.0),
+        "alpha": ClaimParameter("alpha (N = alpha d)", _number(1e-3, 1e3), 1.0),
+        "kappa": ClaimParameter("double-descent: kappa (or \"inf\")", _kappa, math.inf),
+        "rho": ClaimParameter("label noise variance", _number(0, 1e3), 0.1),
+        "lam": ClaimParameter("ridge penalty", _number(0, 1e3), 0.0),
+        "d": ClaimParameter("double-descent, kappa-transition: the simulated d",
+                            integer(2, 200), 40),
+        "memorised": ClaimParameter("kappa-transition: e_IDG <= memorised x e_ICL at the "
+                                    "smallest kappa", _number(0, 1), 0.5),
+        "seed": ClaimParameter("seed of the simulations", integer(0, 2**62), 0),
+        "test_prompts": ClaimParameter("held-out prompts per error", integer(100, 10**6),
+                                       4000),
+    }
+
+    def _claim(self, spec: ClaimSpec, what: str, holds: bool, metric: str, value: float,
+               theory: float, label: str) -> Claim:
+        return Claim(f"{spec.section}: {self.statement(spec)} [{what}]", bool(holds), metric,
+                     float(value), float(theory), spec.tolerance, spec.section, spec.group,
+                     what, label, spec.source)
+
+    def _repeats(self, spec: ClaimSpec, count: int) -> list[int]:
+        raw = spec.parameters["repeats"]
+        values = [raw] * count if isinstance(raw, int) else list(raw)[:count]
+        if len(values) != count or not all(isinstance(v, int) and 1 <= v <= 64 for v in values):
+            raise ConfigError(f"lu-asymptotic: repeats must be an integer from 1 to 64 or a "
+                              f"list of {count} of them, got {raw!r}")
+        return values
+
+    def curves(self, spec: ClaimSpec, context: ClaimContext) -> dict[str, Any]:
+        """The numbers the claim and the figure read (simulations cached)."""
+        p = spec.parameters
+        measure, seed, prompts = self.option(spec), p["seed"], p["test_prompts"]
+        if measure == "convergence":
+            if p["points"] is None:
+                raise ConfigError("lu-asymptotic convergence: points is required")
+            dims = [int(d) for d in p["dims"]]
+            repeats = self._repeats(spec, len(dims))
+            rows = []
+            for point in p["points"]:
+                sims = [simulated(context, point, d, r, seed, prompts)
+                        for d, r in zip(dims, repeats, strict=True)]
+                rows.append((point, [gap(point, s) for s in sims], sims))
+            return {"dims": dims, "rows": rows}
+        grid_key = "taus" if measure == "double-descent" else "kappas"
+        if p[grid_key] is None:
+            raise ConfigError(f"lu-asymptotic {measure}: {grid_key} is required")
+        grid = sorted(float(v) for v in p[grid_key])
+        (count,) = self._repeats(spec, 1)
+        points: list[Point] = [
+            (x, p["alpha"], p["kappa"], p["rho"], p["lam"]) if measure == "double-descent"
+            else (p["tau"], p["alpha"], x, p["rho"], p["lam"]) for x in grid]
+        for point in points:
+            check_inputs(*point)
+        sims = [simulated(context, point, p["d"], count, seed, prompts) for point in points]
+        return {"grid": grid, "points": points, "sims": sims}
+
+    def check(self, spec: ClaimSpec, group_sites: list[Site],
+              context: ClaimContext) -> list[Claim]:
+        data, measure, p = self.curves(spec, context), self.option(spec), spec.parameters
+        if measure == "convergence":
+            dims, claims = data["dims"], []
+            for point, gaps, _ in data["rows"]:
+                (first, _), (last, last_se) = gaps[0], gaps[-1]
+                holds = last < first or last <= spec.separation * last_se
+                kappa = "inf" if math.isinf(point[2]) else f"{point[2]:g}"
+                what = (f"tau={point[0]:g}, alpha={point[1]:g}, kappa={kappa}, "
+                        f"rho={point[3]:g}, lam={point[4]:g}; d={dims[0]} vs {dims[-1]}")
+                claims.append(self._claim(
+                    spec, what, holds, f"gap |theory - simulation| at d={dims[-1]} (theory "
+                    f"column: the gap at d={dims[0]}); holds when below it or within "
+                    f"{spec.separation:g} standard errors of 0", last, first,
+                    f"gap(d={dims[-1]}) < gap(d={dims[0]}) or <= "
+                    f"{spec.separation:g} se"))
+            return claims
+        grid, sims = data["grid"], data["sims"]
+        if measure == "double-descent":
+            peak = grid[max(range(len(grid)), key=lambda i: sims[i].e_icl)]
+            closed = [ridgeless_e_icl(t, p["alpha"], p["kappa"], p["rho"]) for t in grid
+                      if t != 1.0]
+            near = [ridgeless_e_icl(t, p["alpha"], p["kappa"], p["rho"]) for t in grid
+                    if t != 1.0 and abs(t - 1.0) <= spec.tolerance]
+            shape = bool(near) and min(near) > max(closed[0], closed[-1])
+            what = (f"d={p['d']}, lam={p['lam']:g}, alpha={p['alpha']:g}, kappa="
+                    f"{p['kappa']:g}, rho={p['rho']:g}; taus {grid[0]:g} to {grid[-1]:g}")
+            return [self._claim(
+                spec, what, abs(peak - 1.0) <= spec.tolerance and shape,
+                "tau of the simulated e_ICL's peak (theory: 1, where Result 1 diverges); "
+                "holds when |value - 1| <= tolerance and Result 1 is larger within the "
+                "tolerance of 1 than at both ends of the grid", peak, 1.0,
+                f"|tau - 1| <= {spec.tolerance:g}")]
+        small, large = sims[0], sims[-1]
+        what = f"d={p['d']}, tau={p['tau']:g}, alpha={p['alpha']:g}, rho={p['rho']:g}, " \
+               f"lam={p['lam']:g}"
+        ratio = small.e_idg / small.e_icl
+        meet = (large.e_icl - large.e_idg) / large.e_icl
+        return [
+            self._claim(spec, f"{what}; kappa={grid[0]:g}", ratio <= p["memorised"],
+                        "e_IDG / e_ICL at the smallest kappa (simulated); holds when at "
+                        "most the bound (theory column)", ratio, p["memorised"],
+                        f"<= {p['memorised']:g}"),
+            self._claim(spec, f"{what}; kappa={grid[-1]:g}", abs(meet) <= spec.tolerance,
+                        "(e_ICL - e_IDG) / e_ICL at the largest kappa (simulated); holds when "
+                        "|value| <= tolerance", meet, 0.0, f"{spec.tolerance:g}"),
+        ]
+
+    def figure_key(self, spec: ClaimSpec) -> tuple[str, str] | None:
+        return spec.section, self.name
+
+    def draw_figures(self, claims: list[ClaimSpec],
+                     context: ClaimContext) -> list[FigureFile]:
+        from iclab.studies.asymptotic.figure import draw
+
+        _, _, out_dir = context.sweep("the lu-asymptotic figure")
+        panels = [(self.option(spec), spec, self.curves(spec, context)) for spec in claims]
+        return draw(panels, claims[0].section, out_dir)

@@ -1,0 +1,177 @@
+"""The finite-d counterpart of Lu et al.'s asymptotics (docs/theory.md section 16.5): the
+reduced linear attention Gamma (d x (d+1)) fitted by ridge regression on n = round(tau d^2)
+pretraining prompts whose tasks come from a pool of k = round(kappa d) tasks drawn once
+(kappa = inf: a fresh task per prompt), context length N = round(alpha d); e_ICL and e_IDG
+measured on held-out prompts, with standard errors. Float64, numpy, one seeded generator per
+repeat (``derive_seed(seed, "asymptotic-simulation", repeat)``).
+
+The normal equations are solved in the smaller of the two spaces: the p = d(d+1) features
+(p x p Gram matrix Phi^T Phi built in chunks, one solve) when n > p, else the n x n kernel
+K = (Q Q^T) o (H H^T) (o: entrywise), whose entries are <H_mu, H_nu> = (q_mu . q_nu)
+(h_mu . h_nu) for H = q h^T, so Gamma = Q^T diag(a) H with (K + (n/d) lam I) a = y. lam = 0
+gives the minimum-norm (ridgeless) fit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from iclab.studies.asymptotic.formulas import check_inputs
+from iclab.utils.errors import ConfigError
+from iclab.utils.seeding import derive_seed
+
+CHUNK_ENTRIES = 4_000_000
+"""About how many floats one chunk of prompts holds (32 MB)."""
+MAX_FEATURES_WORK = 4e12
+"""The largest min(n, p)^2 max(n, p) accepted (about a few minutes on one core)."""
+
+
+@dataclass(frozen=True)
+class SimulatedErrors:
+    """Held-out e_ICL and e_IDG at one d: means over ``repeats`` pretraining sets, standard
+    errors over the repeats (over the held-out prompts when there is one repeat)."""
+
+    d: int
+    n: int
+    k: int | None
+    context: int
+    repeats: int
+    e_icl: float
+    e_icl_stderr: float
+    e_idg: float
+    e_idg_stderr: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"d": self.d, "n": self.n, "k": self.k, "N": self.context,
+                "repeats": self.repeats, "e_icl": self.e_icl,
+                "e_icl_stderr": self.e_icl_stderr, "e_idg": self.e_idg,
+                "e_idg_stderr": self.e_idg_stderr}
+
+
+def sizes(d: int, tau: float, alpha: float, kappa: float) -> tuple[int, int | None, int]:
+    """(n, k, N) = (round(tau d^2), round(kappa d) or None for kappa = inf, round(alpha d)),
+    each at least 1."""
+    k = None if math.isinf(kappa) else max(1, round(kappa * d))
+    return max(1, round(tau * d * d)), k, max(1, round(alpha * d))
+
+
+def prompt_features(tasks: np.ndarray, context: int, rho: float,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prompts of the given tasks (B, d): x ~ N(0, I/d), y = x^T w + N(0, rho). Returns the
+    query q (B, d), h~ = [(d/N) sum_i y_i x_i, (1/N) sum_i y_i^2] (B, d+1) and the query's
+    label (B,): H_Z = q h~^T."""
+    batch, d = tasks.shape
+    x = rng.standard_normal((batch, context + 1, d)) / math.sqrt(d)
+    y = np.einsum("bid,bd->bi", x, tasks) + math.sqrt(rho) * rng.standard_normal(
+        (batch, context + 1))
+    h = np.empty((batch, d + 1))
+    h[:, :d] = (d / context) * np.einsum("bid,bi->bd", x[:, :context], y[:, :context])
+    h[:, d] = np.mean(y[:, :context] ** 2, axis=1)
+    return x[:, context], h, y[:, context]
+
+
+def _tasks(size: int, d: int, pool: np.ndarray | None,
+           rng: np.random.Generator) -> np.ndarray:
+    """``size`` tasks (size, d): fresh w ~ N(0, I_d), or rows of ``pool`` uniformly."""
+    drawn: np.ndarray = rng.standard_normal((size, d)) if pool is None else pool[
+        rng.integers(0, len(pool), size)]
+    return drawn
+
+
+def _draw(count: int, d: int, context: int, rho: float, pool: np.ndarray | None,
+          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``count`` prompts (q, h~, y), in chunks; tasks uniform from ``pool`` or fresh."""
+    chunk = max(1, CHUNK_ENTRIES // ((context + 1) * d))
+    parts = []
+    for start in range(0, count, chunk):
+        size = min(chunk, count - start)
+        parts.append(prompt_features(_tasks(size, d, pool, rng), context, rho, rng))
+    q, h, y = (np.concatenate([part[i] for part in parts]) for i in range(3))
+    return q, h, y
+
+
+def fit_gamma(q: np.ndarray, h: np.ndarray, y: np.ndarray, penalty: float) -> np.ndarray:
+    """Gamma (d, d+1) minimising sum_mu (y_mu - q_mu^T Gamma h_mu)^2 + penalty ||Gamma||_F^2
+    (penalty 0: the minimum-norm least-squares fit), in the smaller space."""
+    n, d = q.shape
+    p = d * h.shape[1]
+    if n <= p:
+        kernel = (q @ q.T) * (h @ h.T)
+        kernel[np.diag_indices(n)] += penalty
+        coef = np.linalg.lstsq(kernel, y, rcond=None)[0] if penalty == 0.0 else \
+            np.linalg.solve(kernel, y)
+        gamma: np.ndarray = (q * coef[:, None]).T @ h
+        return gamma
+    gram, rhs = np.zeros((p, p)), np.zeros(p)
+    chunk = max(1, CHUNK_ENTRIES // p)
+    for start in range(0, n, chunk):
+        phi = (q[start:start + chunk, :, None] * h[start:start + chunk, None, :]).reshape(-1, p)
+        gram += phi.T @ phi
+        rhs += phi.T @ y[start:start + chunk]
+    gram[np.diag_indices(p)] += penalty
+    return np.linalg.solve(gram, rhs).reshape(d, h.shape[1])
+
+
+def _test_error(gamma: np.ndarray, prompts: int, context: int, rho: float,
+                pool: np.ndarray | None, rng: np.random.Generator) -> tuple[float, float]:
+    """The test error of Gamma on ``prompts`` held-out prompts (tasks fresh or from
+    ``pool``), and its standard error. Each prompt's context is drawn; its query x ~ N(0, I/d)
+    and label noise are averaged exactly: E[(x^T Gamma h~ - x^T w - eps)^2 | h~, w] =
+    ||Gamma h~ - w||^2/d + rho, the same mean as the drawn query's squared error, with less
+    variance."""
+    d = gamma.shape[0]
+    chunk = max(1, CHUNK_ENTRIES // ((context + 1) * d))
+    errors = []
+    for start in range(0, prompts, chunk):
+        size = min(chunk, prompts - start)
+        tasks = _tasks(size, d, pool, rng)
+        _, h, _ = prompt_features(tasks, context, rho, rng)
+        errors.append(np.sum((h @ gamma.T - tasks) ** 2, axis=1) / d + rho)
+    values = np.concatenate(errors)
+    return float(values.mean()), float(values.std(ddof=1) / math.sqrt(prompts))
+
+
+def check_simulation(d: int, tau: float, alpha: float, kappa: float, repeats: int,
+                     test_prompts: int) -> None:
+    """ConfigError (one line) on a bad d, repeats or test_prompts, or a fit too large."""
+    if not 2 <= d <= 200:
+        raise ConfigError(f"--simulate-d must be an integer from 2 to 200, got {d}")
+    if repeats < 1 or test_prompts < 2:
+        raise ConfigError(f"repeats must be >= 1 and test prompts >= 2, got {repeats}, "
+                          f"{test_prompts}")
+    n, _, _ = sizes(d, tau, alpha, kappa)
+    p = d * (d + 1)
+    if min(n, p) ** 2 * max(n, p) > MAX_FEATURES_WORK:
+        raise ConfigError(f"--simulate-d {d} with --tau {tau}: n = {n} prompts and {p} "
+                          f"features is too large a fit; use a smaller d or tau")
+
+
+def simulate(tau: float, alpha: float, kappa: float, rho: float, lam: float, d: int,
+             seed: int = 0, repeats: int = 1, test_prompts: int = 20_000) -> SimulatedErrors:
+    """Held-out e_ICL (fresh tasks) and e_IDG (tasks of the pool) of the ridge-fitted Gamma at
+    dimension d, over ``repeats`` independent pool and pretraining draws."""
+    check_inputs(tau, alpha, kappa, rho, lam)
+    check_simulation(d, tau, alpha, kappa, repeats, test_prompts)
+    n, k, context = sizes(d, tau, alpha, kappa)
+    icl, idg = [], []
+    for repeat in range(repeats):
+        rng = np.random.Generator(np.random.PCG64(
+            derive_seed(seed, "asymptotic-simulation", repeat)))
+        pool = None if k is None else rng.standard_normal((k, d))
+        q, h, y = _draw(n, d, context, rho, pool, rng)
+        gamma = fit_gamma(q, h, y, (n / d) * lam)
+        icl.append(_test_error(gamma, test_prompts, context, rho, None, rng))
+        idg.append(_test_error(gamma, test_prompts, context, rho, pool, rng))
+
+    def summary(values: list[tuple[float, float]]) -> tuple[float, float]:
+        means = np.array([value for value, _ in values])
+        if len(values) == 1:
+            return float(means[0]), values[0][1]
+        return float(means.mean()), float(means.std(ddof=1) / math.sqrt(len(values)))
+
+    (e_icl, icl_se), (e_idg, idg_se) = summary(icl), summary(idg)
+    return SimulatedErrors(d, n, k, context, repeats, e_icl, icl_se, e_idg, idg_se)

@@ -1,0 +1,27 @@
+"""The ``dynamics`` study: training dynamics of multi-head linear attention (docs/theory.md
+section 18). The exact population loss of the heads (``heads_loss``), gradient flow
+(``flow``, ``flow_curve``), the rank-k plateau theory (``plateaus``), SGD replicates from the
+run's seeded start beside the flow (``run``, ``outputs``), the ``iclab dynamics`` command
+(``command``) and the ``dynamics`` claim kind (``claim``). Its one declaration, ``STUDY``, is
+listed under the ``iclab.studies`` entry points like a user's installed study."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from iclab.studies.dynamics.claim import DynamicsClaim
+from iclab.studies.dynamics.command import make_dynamics_command
+from iclab.utils.studies import Study
+
+
+def _command(registries: Any) -> Any:
+    return make_dynamics_command(registries.models)
+
+
+STUDY = Study(
+    "dynamics",
+    "SGD's loss curve beside the exact gradient flow of multi-head linear attention, and its "
+    "plateaus",
+    claim_kinds=lambda: (DynamicsClaim(),),
+    commands=lambda: (_command,),
+)

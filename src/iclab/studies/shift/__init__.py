@@ -1,0 +1,1 @@
+"""The shift study: trained models under shifted test laws (declared in ``study``)."""

@@ -1,0 +1,1 @@
+"""The softmax study: one layer of softmax attention (declared in ``study``)."""

@@ -1,0 +1,120 @@
+"""The ``lu-asymptotic`` claim kind: claims without training runs (no group), their numbers
+against the simulation and the closed forms they are built from, the figure, and bad
+parameters (one line)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
+from iclab.experiments.claims.probe import probe_claim_kinds
+from iclab.experiments.claims.registry import evaluate_claims
+from iclab.experiments.registries import Registries
+from iclab.experiments.report.section_times import section_seconds
+from iclab.experiments.report.write import make_figures
+from iclab.experiments.specs.claim_spec import ClaimSpec
+from iclab.experiments.specs.results import Site
+from iclab.experiments.specs.spec import Spec, builtin_spec, parse_spec
+from iclab.studies.asymptotic.formulas import ridgeless_e_icl
+from iclab.studies.asymptotic.simulation import simulate
+from iclab.utils.errors import ConfigError
+
+GROUP = {"name": "tiny", "d": 2, "n": 3, "steps": 1, "batch": 8}
+
+
+def spec_of(*claims: dict[str, Any]) -> Spec:
+    return parse_spec({"groups": [GROUP], "claims": list(claims)}, "t.toml", Registries())
+
+
+KAPPA = {"section": "Task diversity", "kind": "lu-asymptotic", "measure": "kappa-transition",
+         "kappas": [0.25, 16.0], "tau": 2.0, "d": 10, "repeats": 1, "tolerance": 0.5,
+         "test_prompts": 400, "source": "test"}
+DOUBLE = {"section": "Task diversity", "kind": "lu-asymptotic", "measure": "double-descent",
+          "taus": [0.5, 1.0, 2.0], "kappa": 2.0, "lam": 1e-4, "d": 8, "repeats": 1,
+          "tolerance": 0.15, "test_prompts": 400, "source": "test"}
+CONVERGENCE = {"section": "Task diversity", "kind": "lu-asymptotic", "measure": "convergence",
+               "points": [[0.5, 1.0, "inf", 0.1, 0.5]], "dims": [6, 12], "repeats": [3, 2, 1],
+               "tolerance": 1, "separation": 3, "test_prompts": 400, "source": "test"}
+
+
+def test_claims_without_runs(tmp_path: Path) -> None:
+    spec = spec_of(KAPPA, DOUBLE, CONVERGENCE)
+    assert [c.group for c in spec.claims] == ["", "", ""]
+    registries = Registries()
+    context = ClaimContext(out_dir=tmp_path, spec=spec, records={}, kinds=registries.claims)
+    claims = evaluate_claims(spec, {}, registries.claims, context.cache, out_dir=tmp_path)
+    assert len(claims) == 4 and all(c.source == "test" for c in claims)
+    small = simulate(2.0, 1.0, 0.25, 0.1, 0.0, 10, seed=0, repeats=1, test_prompts=400)
+    large = simulate(2.0, 1.0, 16.0, 0.1, 0.0, 10, seed=0, repeats=1, test_prompts=400)
+    assert claims[0].value == pytest.approx(small.e_idg / small.e_icl, rel=1e-12)
+    assert claims[1].value == pytest.approx((large.e_icl - large.e_idg) / large.e_icl,
+                                            rel=1e-12)
+    assert claims[0].holds == (claims[0].value <= 0.5)
+    peak = max((simulate(t, 1.0, 2.0, 0.1, 1e-4, 8, repeats=1, test_prompts=400).e_icl, t)
+               for t in (0.5, 1.0, 2.0))[1]
+    assert claims[2].value == peak and claims[2].theory == 1.0
+    assert ridgeless_e_icl(0.9, 1.0, 2.0, 0.1) > ridgeless_e_icl(2.0, 1.0, 2.0, 0.1)
+    assert claims[3].value >= 0 and "d=6 vs 12" in claims[3].claim
+    figures = make_figures(context, registries.claims)
+    assert [f.name for f in figures] == ["task_diversity_asymptotic.png"]
+    assert (tmp_path / figures[0].name).stat().st_size > 10_000
+    assert section_seconds(spec, {}) == {"Task diversity": (0, 0.0, 0.0)}
+
+
+def test_a_kind_with_runs_still_needs_its_group() -> None:
+    with pytest.raises(ConfigError, match="group must be one of"):
+        spec_of({"section": "X", "kind": "eta", "reference": "theorem1", "tolerance": 0.02})
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"points": [[0.5, 1.0, 2.0, 0.1, 0.0], [1.0, 1.0, 2.0, 0.1, 0.0]]}, "diverges"),
+    ({"points": [[0.5, 1.0]]}, "points must be a list"),
+    ({"points": [[-0.5, 1.0, 2.0, 0.1, 0.0]]}, "must be a number"),
+    ({"dims": [20]}, "dims must be a list"),
+    ({"measure": "peak"}, "measure must be one of"),
+])
+def test_bad_parameters(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as error:
+        spec_of({**CONVERGENCE, **change})
+    assert "\n" not in str(error.value)
+
+
+def test_builtin_specs_state_the_asymptotic_claims() -> None:
+    for name, dims in (("reproduce", (20, 40, 80)), ("reproduce-quick", (20, 40))):
+        claims = [c for c in builtin_spec(name, Registries()).claims
+                  if c.kind == "lu-asymptotic"]
+        assert {c.options["measure"] for c in claims} == {
+            "double-descent", "kappa-transition", "convergence"}
+        assert all(c.section == "Task diversity" and c.source and c.group == ""
+                   for c in claims)
+        (convergence,) = [c for c in claims if c.options["measure"] == "convergence"]
+        assert tuple(convergence.parameters["dims"]) == dims
+        assert any(math.isinf(p[2]) for p in convergence.parameters["points"])
+
+
+class Constant(ClaimKind):
+    """A user's kind without runs."""
+
+    name = "constant"
+    needs_runs = False
+    statements: ClassVar[dict[str, str]] = {"": "two is more than one"}
+
+    def check(self, spec: ClaimSpec, group_sites: list[Site],
+              context: ClaimContext) -> list[Claim]:
+        assert group_sites == []
+        return [Claim("two is more than one", True, "2 vs 1", 2.0, 1.0, spec.tolerance,
+                      spec.section, spec.group, "", "", spec.source)]
+
+
+def test_a_users_kind_without_runs_is_probed_and_checked() -> None:
+    registries = Registries()
+    registries.claims.register(Constant())
+    spec = parse_spec({"groups": [GROUP], "claims": [
+        {"section": "Mine", "kind": "constant", "tolerance": 1}]}, "t.toml", registries)
+    probe_claim_kinds(spec, registries.claims)
+    (claim,) = evaluate_claims(spec, {}, registries.claims)
+    assert claim.holds and claim.group == ""
