@@ -66,9 +66,10 @@ ETA_KEYS = ("eta_hat", "eta_star", "eta_rel_err", "isotropy_err", "gamma_rel_err
 RESTART_HINT = "rerun with --restart to train it again"
 
 
-UNCHECKED = (BINDING, "wall_seconds", "cpu_seconds")
-"""result.json's keys its checksum leaves out: the binding itself and the timings (which differ
-between two runs of one config, so that the checksum, like the numbers, does not)."""
+UNCHECKED = (BINDING, "wall_seconds", "cpu_seconds", "threads")
+"""result.json's keys its checksum leaves out: the binding itself and the timings and the
+threads the process used (which differ between two runs of one config, so that the checksum,
+like the numbers, does not)."""
 
 
 def result_checksum(result: dict[str, Any]) -> str:
