@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 
 from iclab.analysis.shift_outputs import AXIS_LABEL
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.theory.shifted_optimum import shifted_optimum_rows
+from iclab.theory.shifted_optimum import BayesCache, shifted_optimum_rows
 from iclab.utils.errors import ConfigError
 from iclab.utils.io import atomic_write
 
@@ -70,11 +70,12 @@ def measured_growth(rows: Sequence[dict[str, Any]], start: float,
 
 
 def exact_growth(task: LinearGaussian, kind: str, values: Sequence[float], start: float,
-                 seed: int = 0) -> Growth:
+                 seed: int = 0, cache: BayesCache | None = None) -> Growth:
     """g(v) of the optimal one-layer LSA of ``task``'s law (exact loss, Monte Carlo Bayes risk on
-    common draws; the standard error combines the two values' Bayes standard errors)."""
+    common draws; the standard error combines the two values' Bayes standard errors);
+    ``cache``: Bayes risks computed before, reused (``shifted_optimum_rows``)."""
     points = sorted({float(v) for v in values} | {float(start)})
-    rows = shifted_optimum_rows(task, kind, points, BAYES_PROMPTS, seed)
+    rows = shifted_optimum_rows(task, kind, points, BAYES_PROMPTS, seed, cache)
     as_dicts = [{"value": row.value, "model_loss": row.lsa_loss, "model_loss_stderr": 0.0,
                  "bayes_loss": row.bayes_loss, "bayes_loss_stderr": row.bayes_loss_stderr}
                 for row in rows]
@@ -82,10 +83,11 @@ def exact_growth(task: LinearGaussian, kind: str, values: Sequence[float], start
     return {float(v): growth[float(v)] for v in values}
 
 
-def growth_over_n(task: LinearGaussian, ns: Sequence[int], scale: float) -> list[float]:
+def growth_over_n(task: LinearGaussian, ns: Sequence[int], scale: float,
+                  cache: BayesCache | None = None) -> list[float]:
     """The exact growth g(scale) of w-scale for the optimal LSA trained at each n (d, sigma and
-    the covariances of ``task``)."""
-    return [exact_growth(replace(task, n=int(n)), "w-scale", [scale], 1.0)[scale][0]
+    the covariances of ``task``; ``cache`` as for ``exact_growth``)."""
+    return [exact_growth(replace(task, n=int(n)), "w-scale", [scale], 1.0, cache=cache)[scale][0]
             for n in ns]
 
 
