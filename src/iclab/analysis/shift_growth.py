@@ -31,6 +31,7 @@ from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.shifted_optimum import BayesCache, shifted_optimum_rows
 from iclab.utils.errors import ConfigError
 from iclab.utils.io import atomic_write
+from iclab.utils.plain_ticks import plain_log_ticks
 
 BAYES_PROMPTS = 20_000
 Growth = dict[float, tuple[float, float]]
@@ -93,6 +94,7 @@ def growth_over_n(task: LinearGaussian, ns: Sequence[int], scale: float,
 
 def _save(figure: Figure, path: Path) -> None:
     FigureCanvasAgg(figure)
+    plain_log_ticks(figure)
     figure.tight_layout()
     atomic_write(path, lambda tmp: figure.savefig(tmp, format="png", dpi=110,
                                                   metadata={"Software": None}))
