@@ -3,8 +3,8 @@
     python benchmarks/family_baselines.py [--d 10] [--n 40] [--prompts 64] [--json]
 
 For each of ``sparse-linear``, ``decision-tree`` and ``relu-network`` (sigma = 0), draws
-``--prompts`` prompts and runs the family's own baselines (``iclab.studies.transformer.family_baselines``)
-on every prefix, as a prefix evaluation does; prints each baseline's CPU seconds in all, per
+``--prompts`` prompts and runs the family's own baselines
+(``iclab.studies.transformer.family_baselines``) on every prefix, as a prefix evaluation does; prints each baseline's CPU seconds in all, per
 prompt and prefix, and its mean squared error at k = n. One intra-op thread.
 """
 

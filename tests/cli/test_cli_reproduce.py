@@ -73,10 +73,29 @@ def test_bad_input_is_one_line_and_exit_code_2(
     assert not (tmp_path / "o" / "runs").exists()
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["sweep", "SPEC", "--out", "o", "--threads", "0"], "--threads must be an integer >= 1, got 0"),
+    (["reproduce", "--threads", "-2"], "--threads must be an integer >= 1, got -2"),
+    (["reproduce", "--quick", "--threads", "1.5"], "'1.5' is not a valid integer"),
+    (["sweep", "SPEC", "--out", "o", "--threads", "two"], "'two' is not a valid integer"),
+])
+def test_threads_below_one_or_not_an_integer_are_one_line_and_no_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    spec = write_spec(tmp_path, 0.05)
+    before = sorted(tmp_path.rglob("*"))
+    assert main([str(spec) if a == "SPEC" else a for a in args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "--threads" in err and len(err.strip().splitlines()) == 1
+    assert sorted(tmp_path.rglob("*")) == before
+
+
 def test_reproduce_help_names_its_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["reproduce", "--help"]) == 0
     text = capsys.readouterr().out
-    for option in ("--quick", "--out", "--executor", "--address", "--workers"):
+    for option in ("--quick", "--out", "--executor", "--address", "--workers", "--threads"):
         assert option in text
 
 

@@ -19,7 +19,8 @@ from iclab.utils.errors import ConfigError
 GAUSSIAN_KEYS = {
     "eta_hat", "eta_star", "eta_rel_err", "isotropy_err", "gamma", "gamma_star",
     "gamma_rel_err", "gamma_star_isotropic", "nuisance", "test_loss", "test_loss_stderr",
-    "loss_star", "wall_seconds", "cpu_seconds", "sampler", "vs_optimal_gd", "gamma_parts",
+    "loss_star", "wall_seconds", "cpu_seconds", "threads", "sampler", "vs_optimal_gd",
+    "gamma_parts",
     "verdict", "excess_z", "verdict_reference", "verdict_evidence", "verdict_needs", "binding",
 }
 QUICK = {"steps": 20, "batch": 128, "eval_prompts": 1000, "log_every": 10}

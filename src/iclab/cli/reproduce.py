@@ -31,8 +31,8 @@ def sourced_spec(name: str, registries: SpecRegistries) -> Spec:
 @ray_options
 @click.pass_obj
 def reproduce_command(registries: Registries, quick: bool, out: str | None, executor: str,
-                      address: str | None, workers: int | None, quiet: bool,
-                      storage: str | None, connect_timeout: float | None) -> None:
+                      address: str | None, workers: int | None, threads: int | None,
+                      quiet: bool, storage: str | None, connect_timeout: float | None) -> None:
     """Train the models behind each claim of the paper and report the verdicts.
 
     Theorem 1 (eta_hat against sigma and n), Theorem 2 (preconditioning by Sigma_x^-1),
@@ -47,4 +47,5 @@ def reproduce_command(registries: Registries, quick: bool, out: str | None, exec
     name = "reproduce-quick" if quick else "reproduce"
     out = f"runs/{name}" if out is None else out  # "" is refused, not the default
     sweep_and_report(lambda found: sourced_spec(name, found), registries, out, executor,
-                     address, workers, quiet, storage=storage, connect_timeout=connect_timeout)
+                     address, workers, quiet, storage=storage, connect_timeout=connect_timeout,
+                     threads=threads)

@@ -17,7 +17,8 @@ from iclab.utils.signals import stop_signals_deferred
 
 
 def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--executor, --address, --workers and --quiet, shared by sweep and reproduce."""
+    """--executor, --address, --workers, --threads and --quiet, shared by sweep and
+    reproduce."""
     options = [
         click.option("--executor", type=click.Choice(EXECUTORS), default="local",
                      show_default=True, help="local processes, or Ray tasks (iclab[ray])."),
@@ -28,8 +29,13 @@ def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
                           "[default: start a local Ray instance and stop it afterwards]. "
                           "Results come back to this machine; see docs/cluster.md."),
         click.option("--workers", type=int, default=None,
-                     help="Parallel runs [default: one per core; with --address, as many "
-                          "as the cluster schedules]."),
+                     help="Parallel runs [default: one per core, or per --threads cores; "
+                          "with --address, as many as the cluster schedules]."),
+        click.option("--threads", type=int, default=None,
+                     help="Threads (torch and BLAS) per worker, or CPUs per Ray task "
+                          "[default: the cores this process may use divided among the "
+                          "workers, at least 1; Ray: 1]. With --threads and no --workers: "
+                          "one worker per THREADS cores."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
     ]
     for option in reversed(options):
@@ -65,7 +71,8 @@ def format_claims(claims: list[Claim]) -> str:
 
 def sweep_and_report(load: Callable[[Registries], Spec], registries: Registries, out: str,
                      executor: str, address: str | None, workers: int | None, quiet: bool, *,
-                     storage: str | None = None, connect_timeout: float | None = None) -> None:
+                     storage: str | None = None, connect_timeout: float | None = None,
+                     threads: int | None = None) -> None:
     """Run the spec ``load`` reads with the command's ``registries`` into ``out``; with
     claims, write the report (by the same claim kinds) and raise ClaimsNotHeldError (exit
     code 1) if one does not hold. A user's claim kinds are tried on a synthetic result set
@@ -73,7 +80,7 @@ def sweep_and_report(load: Callable[[Registries], Spec], registries: Registries,
     out_dir = check_sweep_dir(out)  # before Path(""), which is the current folder
     started = time.perf_counter()
     runner = make_executor(executor, workers, address, storage,  # bad options first
-                           connect_timeout)
+                           connect_timeout, threads)
     spec = load(registries)
     probe_claim_kinds(spec, registries.claims)  # a user's claim kinds, before any run
     records = run_sweep(spec, out_dir, runner, progress=not quiet)
@@ -102,8 +109,8 @@ def sweep_and_report(load: Callable[[Registries], Spec], registries: Registries,
 @ray_options
 @click.pass_obj
 def sweep_command(registries: Registries, spec: str, out: str, executor: str,
-                  address: str | None, workers: int | None, quiet: bool, storage: str | None,
-                  connect_timeout: float | None) -> None:
+                  address: str | None, workers: int | None, threads: int | None, quiet: bool,
+                  storage: str | None, connect_timeout: float | None) -> None:
     """Run every point of the experiment spec SPEC (.toml or .json), skipping finished runs.
 
     Writes OUT/runs/<config hash>/ per run, OUT/results.csv and OUT/timings.csv, and, when
@@ -112,4 +119,5 @@ def sweep_command(registries: Registries, spec: str, out: str, executor: str,
     when run again. Exit code 1 if a run fails or a claim does not hold.
     """
     sweep_and_report(lambda found: load_spec(spec, found), registries, out, executor, address,
-                     workers, quiet, storage=storage, connect_timeout=connect_timeout)
+                     workers, quiet, storage=storage, connect_timeout=connect_timeout,
+                     threads=threads)

@@ -24,7 +24,7 @@ columns), and declares what else it can do, like ``torch.distributions`` declare
 - ``has_prefix_predictions``: ``predict_prefixes(X, y)`` gives, for a prompt of n examples,
   the n predictions of y_i from the examples before i and x_i, in one pass (the
   ``transformer``); training then averages the loss over every prefix, and ``iclab train``
-  writes the prefix curves (``iclab.analysis.prefix``);
+  writes the prefix curves (``iclab.studies.transformer.prefix_curves``);
 
 and ``prepare_for_task(task)`` is called once by the trainer before the first step (the
 ``lsa`` model uses it to keep its nuisance weights at 0 where the family's optimum provably

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+import torch
+
 from iclab.analysis.depth_verdict import judge_depth
 from iclab.analysis.evaluate import evaluate
 from iclab.analysis.verdict import judge
@@ -67,6 +69,7 @@ def run_training(
     if pool is not None:  # the tasks of a pooled run, beside its config
         RunFolder(path).write_pool(pool)
     started, cpu_started = time.perf_counter(), time.process_time()
+    threads = torch.get_num_threads()  # the process's (a sweep worker's: its share of cores)
     plugins = _uses_plugins(config, registries.families)
     try:
         with _plugin_failures(plugins, path, "training"):
@@ -87,6 +90,7 @@ def run_training(
         result.update(judge_depth(result, sparse="layer_steps" in result))
     result["wall_seconds"] = time.perf_counter() - started
     result["cpu_seconds"] = time.process_time() - cpu_started  # this process, all threads
+    result["threads"] = threads
     result["sampler"] = trained.sampler
     try:
         return RunFolder(path).write_result(result, config.hash(), trained.checksum)

@@ -7,7 +7,7 @@
     result.json              the numbers and the verdict, written atomically and last
     pool.npy                 a run with a task pool (--tasks, --task-pool): its (K, d) tasks
     prefix.json, .csv, .png  the prefix curves of a model with prefix predictions
-                             (iclab.analysis.prefix), written before result.json
+                             (iclab.studies.transformer.prefix_curves), written before result.json
 
 Every writer in iclab (the trainer, ``iclab.runs``, the sweep's executors) names these files
 through this module only. Files are written atomically (``iclab.utils.io``): a reader sees the old
@@ -49,8 +49,8 @@ the seed they are drawn from)."""
 RUN_FILES = (CONFIG, METRICS, CHECKPOINT, MODEL, RESULT)
 PREFIX_JSON, PREFIX_CSV, PREFIX_PNG = "prefix.json", "prefix.csv", "prefix.png"
 PREFIX_FILES = (PREFIX_JSON, PREFIX_CSV, PREFIX_PNG)
-"""The prefix curves (``iclab.analysis.prefix``) of a run whose model predicts at every
-prefix."""
+"""The prefix curves (``iclab.studies.transformer.prefix_curves``) of a run whose model
+predicts at every prefix."""
 RESUME_FILES = (CONFIG, METRICS, CHECKPOINT)
 """What an unfinished run resumes from: its config, its metrics so far, its last checkpoint."""
 MODEL_METADATA = "iclab"
@@ -66,9 +66,10 @@ ETA_KEYS = ("eta_hat", "eta_star", "eta_rel_err", "isotropy_err", "gamma_rel_err
 RESTART_HINT = "rerun with --restart to train it again"
 
 
-UNCHECKED = (BINDING, "wall_seconds", "cpu_seconds")
-"""result.json's keys its checksum leaves out: the binding itself and the timings (which differ
-between two runs of one config, so that the checksum, like the numbers, does not)."""
+UNCHECKED = (BINDING, "wall_seconds", "cpu_seconds", "threads")
+"""result.json's keys its checksum leaves out: the binding itself and the timings and the
+threads the process used (which differ between two runs of one config, so that the checksum,
+like the numbers, does not)."""
 
 
 def result_checksum(result: dict[str, Any]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import signal
 import subprocess
@@ -73,6 +74,22 @@ def test_results_do_not_depend_on_the_executor_or_workers(tmp_path: Path) -> Non
     run_sweep(spec, tmp_path / "here", Recording(), progress=False)
     run_sweep(spec, tmp_path / "two", LocalExecutor(2), progress=False)
     assert (tmp_path / "here" / "results.csv").read_bytes() == \
+        (tmp_path / "two" / "results.csv").read_bytes()
+
+
+def timings_threads(folder: Path) -> list[str]:
+    """The threads column of ``folder``'s timings.csv, read back by name."""
+    with open(folder / "timings.csv", newline="") as file:
+        return [row["threads"] for row in csv.DictReader(file)]
+
+
+def test_timings_record_each_workers_threads_and_results_do_not_change(tmp_path: Path) -> None:
+    spec = parse_spec({**TINY, "defaults": {**TINY["defaults"], "steps": 10}}, "tiny", Registries())
+    run_sweep(spec, tmp_path / "one", Recording(), progress=False)  # in process: one thread
+    run_sweep(spec, tmp_path / "two", LocalExecutor(1, threads=2), progress=False)
+    assert timings_threads(tmp_path / "one") == ["1"] * 4
+    assert timings_threads(tmp_path / "two") == ["2"] * 4
+    assert (tmp_path / "one" / "results.csv").read_bytes() == \
         (tmp_path / "two" / "results.csv").read_bytes()
 
 

@@ -4,6 +4,7 @@ against the optimal LSA's exact growth, ``source`` in claims.json, measurements 
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -120,3 +121,57 @@ def test_bad_measurements_are_one_line_errors(changes: dict[str, Any], message: 
         parse_spec({"groups": [{"name": "g", "d": 2, "n": 4}], "measurements": [raw]}, "t",
                    Registries())
     assert str(info.value).startswith("t: measurement 1") and "\n" not in str(info.value)
+
+
+def test_each_test_laws_bayes_risk_is_computed_once_per_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A w-scale and a w-mean claim, a w-scale measurement and the growth-over-n figure: every
+    w-mean value, and w-scale at 1, have the training law's Bayes risk; each distinct law's
+    Monte Carlo risk is computed once, and the claims' theory is exactly the uncached one."""
+    import iclab.studies.shift.optimum as shifted_optimum
+
+    means = [-1.0, 0.0, 1.0]
+    scale_claim = {"section": "Shift", "kind": "shift-growth", "group": "g",
+                   "shift": "w-scale", "values": VALUES, "tolerance": 4, "source": SOURCE}
+    spec = parse_spec({"defaults": {"d": 2, "steps": 10},
+                       "groups": [{"name": "g", "seeds": [0, 1], "n": 4, "sigma": 0.5}],
+                       "claims": [scale_claim, {**scale_claim, "shift": "w-mean",
+                                                "values": means}],
+                       "measurements": [{"section": "Shift", "groups": ["g"],
+                                         "shift": "w-scale", "values": VALUES}]}, "t",
+                      Registries())
+    task = LinearGaussian(2, 4, 0.5)
+    uncached = {"w-scale": exact_growth(task, "w-scale", VALUES, 1.0),
+                "w-mean": exact_growth(task, "w-mean", means, 0.0)}
+    records = {}
+    for point in spec.points():
+        records[point.run_id] = RunRecord(point, {"wall_seconds": 1.0})
+        for claim in spec.claims:
+            kind = claim.parameters["shift"]
+            growth = {v: g for v, (g, _) in uncached[kind].items()}
+            rows = [{**row, "value": v} for row, v in zip(rows_with_growth(
+                dict(zip(VALUES, growth.values(), strict=True)), 0.01),
+                claim.parameters["values"], strict=True)]
+            folder = shift_folder(run_dir(tmp_path, point.run_id), claim.parameters)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "shift.json").write_text(json.dumps({
+                "kind": kind, "rows": rows, "prompts": 20000, "seed": 0, "model": "lsa"}))
+            (folder / "shift.png").write_bytes(b"not really a png")
+    calls: list[tuple[Any, ...]] = []
+    real = shifted_optimum.bayes_risk
+
+    def counting(n: int, sigma: float, sigma_x: Any, sigma_w: Any, prompts: int, seed: int,
+                 sigma_q: Any = None) -> tuple[float, float]:
+        calls.append((n, sigma, sigma_x.tobytes(), sigma_w.tobytes(), sigma_q.tobytes(),
+                      prompts, seed))
+        return real(n, sigma, sigma_x, sigma_w, prompts, seed, sigma_q=sigma_q)
+
+    monkeypatch.setattr(shifted_optimum, "bayes_risk", counting)
+    scale, mean = write_report(spec, records, tmp_path, ClaimRegistry())
+    assert len(calls) == len(set(calls))  # no law twice
+    # w-scale 0.5, 1, 2 at n = 4 (w-mean adds none: its laws' Bayes risk is the training law's),
+    # and the growth over n: w-scale 1 and 2 at each of its 8 n
+    assert len(calls) == 3 + 2 * 8
+    assert scale.theory == uncached["w-scale"][2.0][0]
+    assert mean.theory == max((g for g, _ in uncached["w-mean"].values()),
+                              key=lambda g: abs(math.log(g)))

@@ -1,10 +1,13 @@
 """Running a sweep's runs: the task a worker executes, and the local process-pool executor.
 
-Every run is deterministic on the CPU from its config alone, and each worker trains with one
-torch thread, so results do not depend on the executor or the number of workers. A worker
-holds an exclusive lock on its run while training: if a killed sweep leaves an orphan worker
-behind, a new sweep waits for it instead of writing the same folder twice (and orphans notice
-their parent is gone and exit).
+Every run is deterministic on the CPU from its config alone, and trains with one torch thread
+(``iclab.training.loop``), so results do not depend on the executor or the number of workers.
+Each worker process may use ``threads`` threads (torch and BLAS) outside training: by default
+the cores this process may use divided among the workers (``threads_per_worker``), so the
+workers never ask for more cores than there are; results are bit-identical for a fixed count.
+A worker holds an exclusive lock on its run while training: if a killed sweep leaves an orphan
+worker behind, a new sweep waits for it instead of writing the same folder twice (and orphans
+notice their parent is gone and exit).
 """
 
 from __future__ import annotations
@@ -25,10 +28,13 @@ from typing import Any, Protocol
 
 from iclab.utils.errors import ConfigError
 from iclab.utils.signals import release_stop_signals, stop_signals_deferred
+from iclab.utils.threads import available_cores, check_threads, limit_threads, threads_per_worker
 
 PARENT_POLL_SECONDS = 0.5
 _STOPPING = False
 """Set in a pool worker that received SIGTERM."""
+_WORKER_THREADS = 1
+"""The threads (torch and BLAS) of this worker process, set when the pool starts it."""
 
 
 @dataclass(frozen=True)
@@ -66,9 +72,7 @@ def train_run(config: dict[str, Any], run_dir: Path) -> None:
 
 def execute_run(task: RunTask) -> RunOutcome:
     """Train (or resume, or skip) one run in its folder; never raises."""
-    import torch
-
-    torch.set_num_threads(1)
+    limit_threads(_WORKER_THREADS)
     started = time.perf_counter()
     try:
         Path(task.lock_path).parent.mkdir(parents=True, exist_ok=True)
@@ -92,18 +96,15 @@ class Executor(Protocol):
         ...
 
 
-def default_workers() -> int:
-    """One worker per core available to this process."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
-        return max(1, os.cpu_count() or 1)
+def default_workers(threads: int | None = None) -> int:
+    """One worker per ``threads`` cores available to this process (default: per core)."""
+    return max(1, available_cores() // (threads or 1))
 
 
-def check_workers(workers: int | None) -> int:
-    """``workers`` validated (None means one per core)."""
+def check_workers(workers: int | None, threads: int | None = None) -> int:
+    """``workers`` validated (None means one per ``threads`` cores, or per core)."""
     if workers is None:
-        return default_workers()
+        return default_workers(threads)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers must be an integer >= 1, got {workers!r}")
     return workers
@@ -123,8 +124,12 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def _init_worker(parent: int) -> None:
+def _init_worker(parent: int, threads: int) -> None:
     from tqdm import tqdm
+
+    global _WORKER_THREADS
+    _WORKER_THREADS = threads
+    limit_threads(threads)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, _stop)
@@ -162,21 +167,26 @@ def _outcome(future: Future[RunOutcome], task: RunTask) -> RunOutcome:
 
 
 class LocalExecutor:
-    """Runs tasks in ``workers`` spawned processes on this machine.
+    """Runs tasks in ``workers`` spawned processes on this machine, each with ``threads``
+    threads (default: ``threads_per_worker``; with ``threads`` and no ``workers``, one worker
+    per ``threads`` cores).
 
     Interrupted (Ctrl-C, SIGTERM in the ``iclab`` command), it cancels the queued runs and
     stops the running ones at once; running the sweep again resumes them.
     """
 
-    def __init__(self, workers: int | None = None) -> None:
-        self.workers = check_workers(workers)
+    def __init__(self, workers: int | None = None, threads: int | None = None) -> None:
+        asked = check_threads(threads)
+        self.workers = check_workers(workers, asked)
+        self.threads = asked or threads_per_worker(self.workers)
 
     def run(self, tasks: Sequence[RunTask], on_done: Callable[[RunOutcome], None]) -> None:
         if not tasks:
             return
         context = multiprocessing.get_context("spawn")
         pool = ProcessPoolExecutor(min(self.workers, len(tasks)), mp_context=context,
-                                   initializer=_init_worker, initargs=(os.getpid(),))
+                                   initializer=_init_worker,
+                                   initargs=(os.getpid(), self.threads))
         try:
             with stop_signals_deferred():  # workers start with them held back
                 runs: dict[Future[RunOutcome], RunTask] = {

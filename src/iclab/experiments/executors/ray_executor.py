@@ -33,6 +33,7 @@ from iclab.experiments.executors.ray_connect import (
 from iclab.experiments.executors.remote_run import RemoteResult, RemoteRun, run_remote
 from iclab.experiments.executors.run_files import RESULT, resume_files, write_run_files
 from iclab.utils.errors import ConfigError
+from iclab.utils.threads import check_threads
 
 TASK_RETRIES = 4
 """How often a task is re-run after its worker process or node died (Ray's max_retries)."""
@@ -49,13 +50,17 @@ class RayExecutor:
     ``workers``: the local instance's CPUs (default one per core); with an address, the most
     runs in flight at once (default: as many as the cluster schedules). ``storage``: an fsspec
     URI for mid-run checkpoints. ``connect_timeout``: seconds to reach the cluster (30).
+    ``threads``: the CPUs each task asks Ray for and the threads (torch and BLAS) it uses
+    (default 1); the local instance has ``workers`` x ``threads`` CPUs.
     """
 
     def __init__(self, address: str | None = None, workers: int | None = None,
                  storage: str | None = None, connect_timeout: float | None = None,
-                 retries: int = TASK_RETRIES) -> None:
+                 retries: int = TASK_RETRIES, threads: int | None = None) -> None:
         self.address = None if address is None else parse_address(address)
-        self.workers = check_workers(workers)
+        asked = check_threads(threads)
+        self.threads = asked or 1
+        self.workers = check_workers(workers, asked)
         self.limit = workers if address is not None else None
         self.storage = None if storage is None else resolve_storage(storage)
         self.connect_timeout = check_connect_timeout(connect_timeout)
@@ -66,7 +71,7 @@ class RayExecutor:
         if self.ray.is_initialized():
             raise ConfigError("Ray is already initialised in this process; call ray.shutdown()")
         if self.address is None:
-            start_local(self.ray, self.workers)
+            start_local(self.ray, self.workers * self.threads)
         else:
             connect(self.ray, self.address, self.connect_timeout)
 
@@ -77,7 +82,7 @@ class RayExecutor:
         self._connect()
         in_flight: dict[Any, RunTask] = {}
         try:
-            remote = ray.remote(num_cpus=1, max_retries=self.retries,
+            remote = ray.remote(num_cpus=self.threads, max_retries=self.retries,
                                 retry_exceptions=False)(run_remote)
             queue = list(tasks)
             limit = self.limit or len(queue)
@@ -85,7 +90,7 @@ class RayExecutor:
             def submit() -> None:
                 task = queue.pop(0)
                 payload = RemoteRun(task.run_id, task.config, resume_files(Path(task.run_dir)),
-                                    self.storage)
+                                    self.storage, threads=self.threads)
                 in_flight[remote.remote(payload)] = task
 
             while queue and len(in_flight) < limit:

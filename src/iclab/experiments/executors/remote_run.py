@@ -25,18 +25,21 @@ from iclab.experiments.executors.run_files import (
     read_run_files,
     write_run_files,
 )
+from iclab.utils.threads import limit_threads
 
 
 @dataclass(frozen=True)
 class RemoteRun:
     """One run to train remotely: its id and config (JSON form), the driver's resume files
-    ({} if none), the storage URI for mid-run checkpoints (or None), the driver's version."""
+    ({} if none), the storage URI for mid-run checkpoints (or None), the driver's version, and
+    the threads (torch and BLAS) the task may use: the CPUs it asked Ray for."""
 
     run_id: str
     config: dict[str, Any]
     resume: RunFiles = field(default_factory=dict)
     storage: str | None = None
     version: str = __version__
+    threads: int = 1
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,6 @@ def run_remote(task: RemoteRun) -> RemoteResult:
     Returns every file the run wrote, result.json included on success; on failure the error
     (one line) and the files written so far (for the driver to keep, as a local run would).
     """
-    import torch
-
     started = time.perf_counter()
     if task.version != __version__:
         return RemoteResult(task.run_id, f"this node runs iclab {__version__} and the driver "
@@ -91,7 +92,7 @@ def run_remote(task: RemoteRun) -> RemoteResult:
         try:
             write_run_files(folder, files)
             context: AbstractContextManager[Any] = mirror if mirror else nullcontext()
-            torch.set_num_threads(1)
+            limit_threads(task.threads)
             with context:
                 train_run(task.config, folder)
         except Exception as failure:

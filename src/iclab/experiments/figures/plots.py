@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from iclab.experiments.specs.results import RunRecord, Site
 from iclab.theory.gaussian import eta_star_continued, eta_star_isotropic
 from iclab.utils.io import atomic_write
+from iclab.utils.plain_ticks import plain_log_ticks
 
 DPI = 110
 LEARNED, THEORY, BAYES = "tab:blue", "black", "tab:red"
@@ -29,6 +30,7 @@ def _theorem1_eta(record: RunRecord) -> float:
 
 def save(figure: Figure, path: Path) -> None:
     FigureCanvasAgg(figure)
+    plain_log_ticks(figure)
     figure.tight_layout()
     atomic_write(path, lambda tmp: figure.savefig(tmp, format="png", dpi=DPI,
                                                   metadata={"Software": None}))

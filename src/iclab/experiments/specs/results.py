@@ -197,10 +197,12 @@ def results_rows(records: dict[str, RunRecord]) -> list[list[str]]:
 
 
 def write_tables(records: dict[str, RunRecord], out_dir: Path) -> None:
-    """Write results.csv (deterministic) and timings.csv (wall and CPU seconds) atomically."""
+    """Write results.csv (deterministic) and timings.csv (wall and CPU seconds, and the
+    threads the run's process used; empty for a run finished before it was recorded)
+    atomically."""
     atomic_write_text(Path(out_dir) / "results.csv", _csv(results_rows(records)))
-    timings = [["run", "groups", "wall_seconds", "cpu_seconds"]]
+    timings = [["run", "groups", "wall_seconds", "cpu_seconds", "threads"]]
     timings += [[run_id, ";".join(r.point.groups), _cell(r.result.get("wall_seconds")),
-                 _cell(r.result.get("cpu_seconds"))]
+                 _cell(r.result.get("cpu_seconds")), _cell(r.result.get("threads"))]
                 for run_id, r in records.items()]
     atomic_write_text(Path(out_dir) / "timings.csv", _csv(timings))

@@ -45,19 +45,21 @@ def estimated_cost(config: TrainConfig) -> float:
 
 
 def make_executor(name: str, workers: int | None = None, address: str | None = None,
-                  storage: str | None = None, connect_timeout: float | None = None) -> Executor:
+                  storage: str | None = None, connect_timeout: float | None = None,
+                  threads: int | None = None) -> Executor:
     """The executor called ``name`` ("local" or "ray"); ``address``, ``storage`` and
-    ``connect_timeout`` apply to Ray only (see ``iclab.experiments.executors.ray_executor``)."""
+    ``connect_timeout`` apply to Ray only (see ``iclab.experiments.executors.ray_executor``);
+    ``threads``: each worker's (or Ray task's) threads, None for the default."""
     if name == "local":
         for option, value in (("--address", address), ("--storage", storage),
                               ("--connect-timeout", connect_timeout)):
             if value is not None:
                 raise ConfigError(f"{option} applies only to --executor ray")
-        return LocalExecutor(workers)
+        return LocalExecutor(workers, threads)
     if name == "ray":
         from iclab.experiments.executors.ray_executor import RayExecutor
 
-        return RayExecutor(address, workers, storage, connect_timeout)
+        return RayExecutor(address, workers, storage, connect_timeout, threads=threads)
     raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}; got {name!r}")
 
 

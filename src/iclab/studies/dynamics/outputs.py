@@ -27,6 +27,8 @@ def _draw(data: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
+    from iclab.utils.plain_ticks import plain_log_ticks
+
     figure = Figure(figsize=(7, 4.5))
     axes = figure.subplots()
     axes.plot(data["flow_grid"], data["flow_grid_loss"], color="black", lw=1.5,
@@ -49,6 +51,7 @@ def _draw(data: dict[str, Any], path: Path) -> None:
     axes.set_xlabel("t = lr x step")
     axes.set_ylabel("population loss")
     axes.legend(fontsize=8)
+    plain_log_ticks(figure)
     figure.tight_layout()
     figure.savefig(path, dpi=120, format="png")
 

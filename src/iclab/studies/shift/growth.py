@@ -26,11 +26,12 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from iclab.studies.shift.optimum import shifted_optimum_rows
+from iclab.studies.shift.optimum import BayesCache, shifted_optimum_rows
 from iclab.studies.shift.outputs import AXIS_LABEL
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.utils.errors import ConfigError
 from iclab.utils.io import atomic_write
+from iclab.utils.plain_ticks import plain_log_ticks
 
 BAYES_PROMPTS = 20_000
 Growth = dict[float, tuple[float, float]]
@@ -70,11 +71,12 @@ def measured_growth(rows: Sequence[dict[str, Any]], start: float,
 
 
 def exact_growth(task: LinearGaussian, kind: str, values: Sequence[float], start: float,
-                 seed: int = 0) -> Growth:
+                 seed: int = 0, cache: BayesCache | None = None) -> Growth:
     """g(v) of the optimal one-layer LSA of ``task``'s law (exact loss, Monte Carlo Bayes risk on
-    common draws; the standard error combines the two values' Bayes standard errors)."""
+    common draws; the standard error combines the two values' Bayes standard errors);
+    ``cache``: Bayes risks computed before, reused (``shifted_optimum_rows``)."""
     points = sorted({float(v) for v in values} | {float(start)})
-    rows = shifted_optimum_rows(task, kind, points, BAYES_PROMPTS, seed)
+    rows = shifted_optimum_rows(task, kind, points, BAYES_PROMPTS, seed, cache)
     as_dicts = [{"value": row.value, "model_loss": row.lsa_loss, "model_loss_stderr": 0.0,
                  "bayes_loss": row.bayes_loss, "bayes_loss_stderr": row.bayes_loss_stderr}
                 for row in rows]
@@ -82,15 +84,17 @@ def exact_growth(task: LinearGaussian, kind: str, values: Sequence[float], start
     return {float(v): growth[float(v)] for v in values}
 
 
-def growth_over_n(task: LinearGaussian, ns: Sequence[int], scale: float) -> list[float]:
+def growth_over_n(task: LinearGaussian, ns: Sequence[int], scale: float,
+                  cache: BayesCache | None = None) -> list[float]:
     """The exact growth g(scale) of w-scale for the optimal LSA trained at each n (d, sigma and
-    the covariances of ``task``)."""
-    return [exact_growth(replace(task, n=int(n)), "w-scale", [scale], 1.0)[scale][0]
+    the covariances of ``task``; ``cache`` as for ``exact_growth``)."""
+    return [exact_growth(replace(task, n=int(n)), "w-scale", [scale], 1.0, cache=cache)[scale][0]
             for n in ns]
 
 
 def _save(figure: Figure, path: Path) -> None:
     FigureCanvasAgg(figure)
+    plain_log_ticks(figure)
     figure.tight_layout()
     atomic_write(path, lambda tmp: figure.savefig(tmp, format="png", dpi=110,
                                                   metadata={"Software": None}))

@@ -11,7 +11,10 @@ values, ``shifted_optimum_rows`` gives
   ``iclab.theory.bayes``, a Rao-Blackwellised Monte Carlo average over X alone; exactly 0 with
   standard error 0 when sigma = 0 and n >= d). Every value's draws come from the same seed
   (common random numbers), so the ratio's change over the values is resolved more finely than
-  each value's standard error suggests.
+  each value's standard error suggests. Given a ``BayesCache``, a test law's Bayes risk is
+  computed once per law, prompts and seed and then read from it (a report's claims, figures and
+  measurements share one): every w-mean value, and w-scale and query-scale at 1, have the
+  training law's Bayes risk; the numbers are the same as without the cache.
 
 What the curves show (docs/theory.md section 13): under query-scale c the ratio
 lsa_loss / bayes_loss is (c^2 a + sigma^2) / (c^2 b + sigma^2), bounded by a / b; under w-scale
@@ -68,9 +71,23 @@ def shift_base(task: TaskFamily) -> LinearGaussian:
     return task
 
 
-def test_law_bayes(law: GaussianTestLaw, prompts: int, seed: int) -> tuple[float, float]:
-    """(mean, standard error) of the Bayes risk of ``law`` (its mean w does not enter)."""
-    return bayes_risk(law.n, law.sigma, law.cov_x, law.cov_w, prompts, seed, sigma_q=law.cov_q)
+BayesCache = dict[tuple[Any, ...], tuple[float, float]]
+"""Bayes risks already computed: (the law's n, sigma, covariances as bytes, prompts, seed) ->
+(mean, standard error)."""
+
+
+def test_law_bayes(law: GaussianTestLaw, prompts: int, seed: int,
+                   cache: BayesCache | None = None) -> tuple[float, float]:
+    """(mean, standard error) of the Bayes risk of ``law`` (its mean w does not enter), read
+    from ``cache`` when it holds the same law, prompts and seed (and stored there if not)."""
+    key = (law.d, law.n, law.sigma, law.cov_x.tobytes(), law.cov_q.tobytes(),
+           law.cov_w.tobytes(), prompts, seed)
+    if cache is not None and key in cache:
+        return cache[key]
+    risk = bayes_risk(law.n, law.sigma, law.cov_x, law.cov_w, prompts, seed, sigma_q=law.cov_q)
+    if cache is not None:
+        cache[key] = risk
+    return risk
 
 
 def shifted_optimum_rows(
@@ -79,10 +96,11 @@ def shifted_optimum_rows(
     values: Sequence[float],
     bayes_prompts: int = 20_000,
     seed: int = 0,
+    cache: BayesCache | None = None,
 ) -> list[ShiftedOptimumRow]:
     """One row per value of the ``kind`` shift of ``task``'s law (``bayes_prompts = 0``: no
-    Bayes loss). Every value and the Bayes work at every value are checked (ConfigError)
-    before anything is computed."""
+    Bayes loss; ``cache``: Bayes risks to reuse, see ``test_law_bayes``). Every value and the
+    Bayes work at every value are checked (ConfigError) before anything is computed."""
     base = shift_base(task)
     if len(values) == 0:
         raise ConfigError("give at least one value of the shift")
@@ -95,7 +113,7 @@ def shifted_optimum_rows(
     rows = []
     for value, law in zip(values, laws, strict=True):
         bayes, stderr = (None, None) if bayes_prompts == 0 else test_law_bayes(
-            law, bayes_prompts, seed)
+            law, bayes_prompts, seed, cache)
         rows.append(ShiftedOptimumRow(float(check_value(kind, value)),
                                       shifted_population_loss(u, M, law), bayes, stderr))
     return rows

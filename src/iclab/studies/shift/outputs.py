@@ -70,6 +70,8 @@ def _draw(path: Path, kind: str, rows: list[dict[str, Any]], curves: Curves | No
     from matplotlib.figure import Figure
     from matplotlib.ticker import LogFormatter, NullFormatter
 
+    from iclab.utils.plain_ticks import plain_log_ticks
+
     exact = _exact_curves(rows, curves)
     measured = {name: ([float(row[f"{name}_loss"]) for row in rows],
                        [2 * float(row[f"{name}_loss_stderr"]) for row in rows])
@@ -103,6 +105,7 @@ def _draw(path: Path, kind: str, rows: list[dict[str, Any]], curves: Curves | No
     axes.set_ylabel("test loss E[(yhat - y_q)^2]")
     axes.set_title(f"shift: {kind} (error bars: 2 standard errors)")
     axes.legend(fontsize=7)
+    plain_log_ticks(figure)
     figure.tight_layout()
     atomic_write(path, lambda tmp: figure.savefig(tmp, format="png", dpi=110,
                                                   metadata={"Software": None}))

@@ -28,6 +28,8 @@ def _draw(path: Path, curves: dict[str, Any], title: str) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from iclab.utils.plain_ticks import plain_log_ticks
+
     rows = curves["rows"]
     figure = Figure(figsize=(7, 4.5))
     FigureCanvasAgg(figure)
@@ -61,6 +63,7 @@ def _draw(path: Path, curves: dict[str, Any], title: str) -> None:
     axes.set_title(f"{title}: d = {curves['d']}, sigma = {curves['sigma']:g} "
                    f"(bands: 2 standard errors)", fontsize=10)
     axes.legend(fontsize=7)
+    plain_log_ticks(figure)
     figure.tight_layout()
     atomic_write(path, lambda tmp: figure.savefig(tmp, format="png", dpi=110,
                                                   metadata={"Software": None}))

@@ -43,13 +43,22 @@ from iclab.studies.shift.growth import (
     growth_over_n_figure,
     measured_growth,
 )
+from iclab.studies.shift.optimum import BayesCache
 from iclab.studies.shift.run import MAX_PROMPTS
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.utils.errors import ConfigError
 
 
+def bayes_cache(context: ClaimContext) -> BayesCache:
+    """The test laws' Bayes risks computed so far in this evaluation (the claims, figures and
+    measurements of one report share them: each law's Monte Carlo risk is computed once)."""
+    cache: BayesCache = context.cache.setdefault("shifted-bayes-risks", {})
+    return cache
+
+
 def site_exact_growth(spec: ClaimSpec, record: RunRecord, context: ClaimContext) -> Growth:
-    """g*(v) of the optimal LSA of ``record``'s training law, cached per law and values."""
+    """g*(v) of the optimal LSA of ``record``'s training law, cached per law and values (and
+    each test law's Bayes risk once per evaluation, ``bayes_cache``)."""
     kind, values = spec.parameters["shift"], spec.parameters["values"]
     config = record.point.config
     start = training_value(kind, config.to_json())
@@ -59,7 +68,8 @@ def site_exact_growth(spec: ClaimSpec, record: RunRecord, context: ClaimContext)
         if not isinstance(task, LinearGaussian):
             raise ConfigError(f"the shift-growth claim on group {spec.group!r} needs a linear "
                               f"Gaussian family, not {config.task.family!r}")
-        context.cache[key] = exact_growth(task, kind, [float(v) for v in values], start)
+        context.cache[key] = exact_growth(task, kind, [float(v) for v in values], start,
+                                          cache=bayes_cache(context))
     growth: Growth = context.cache[key]
     return growth
 
@@ -167,7 +177,7 @@ def growth_over_n_file(spec: ClaimSpec, group_sites: list[Site], context: ClaimC
     if not isinstance(first, LinearGaussian):
         raise ConfigError(f"the shift-growth claim on group {spec.group!r} needs a linear "
                           "Gaussian family")
-    exact = growth_over_n(first, GROWTH_OVER_N, scale)
+    exact = growth_over_n(first, GROWTH_OVER_N, scale, bayes_cache(context))
     trained: dict[int, list[float]] = {}
     for site in group_sites:
         for record in site.records:
