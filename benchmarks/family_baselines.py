@@ -4,8 +4,9 @@
 
 For each of ``sparse-linear``, ``decision-tree`` and ``relu-network`` (sigma = 0), draws
 ``--prompts`` prompts and runs the family's own baselines
-(``iclab.studies.transformer.family_baselines``) on every prefix, as a prefix evaluation does; prints each baseline's CPU seconds in all, per
-prompt and prefix, and its mean squared error at k = n. One intra-op thread.
+(``iclab.studies.transformer.family_baselines``) on every prefix, as a prefix evaluation
+does; prints each baseline's CPU seconds in all, per prompt and prefix, and its mean squared
+error at k = n. One intra-op thread.
 """
 
 from __future__ import annotations
