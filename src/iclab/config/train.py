@@ -210,9 +210,10 @@ class TrainConfig:
         for section in (self.task, self.optim, self.run, self.model):
             validate(section)
         (families or FamilyRegistry()).check_name(self.task.family)
+        self.model_class(models).check_options(self.model, self.task.d)  # before any file
         model_class = self.built_class(models)
         model_class.check_prompt_length(self.model, self.task.n)
-        self._check_size()
+        self._check_size(models)
         task = self.make_task(families)
         probe_plugins(self.model_class(models), self.model_name, self.task.d, self.task.n,
                       self.model, task, self.run.seed)  # a user's model or family, tried here
@@ -262,17 +263,22 @@ class TrainConfig:
         """", x_law ..." / ", correlated contexts" where the linear family has them."""
         t = self.task
         note = "" if t.x_law == TaskConfig.x_law else f" with x_law {t.x_law!r}"
-        if t.context_correlation is not None or t.context_covariance is not None:
-            note += " with correlated contexts"
-        return note
+        correlated = t.context_correlation is not None or t.context_covariance is not None
+        return note + " with correlated contexts" * correlated
 
-    def _check_size(self) -> None:
+    def _check_size(self, models: ModelRegistry | None) -> None:
         t, o = self.task, self.optim
         width = max(getattr(self.model, "key_dim", None) or 0,
                     getattr(self.model, "value_dim", None) or 0, t.d + 1)
         per_prompt = (t.n + 1) * width * 4
         largest = max(o.batch, o.pretrain_prompts or 0,
                       min(self.run.eval_prompts, 4_000_000 // ((t.n + 1) * (t.d + 1)) or 1))
+        weights = 16 * self.model_class(models).parameter_count(self.model, t.d)  # float32: +
+        if weights > MEMORY_LIMIT_BYTES:                # gradients, Adam's two moments
+            raise ConfigError(f"model {self.model_name!r} of these options needs about "
+                              f"{weights / 1024**3:.0f} GiB (weights, gradients, optimiser "
+                              f"state); the limit is {MEMORY_LIMIT_BYTES // 1024**3} GiB: lower "
+                              f"the widths or layers")
         if per_prompt * largest > MEMORY_LIMIT_BYTES or width * width * 8 > MEMORY_LIMIT_BYTES:
             raise ConfigError(
                 f"d={t.d}, n={t.n}, batch={o.batch} and width {width} need about "
