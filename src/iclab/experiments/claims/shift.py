@@ -29,13 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from iclab.config.train import TrainConfig
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
+from iclab.experiments.claims.needs import GAUSSIAN, NOISE, READOUT, first_unmet
 from iclab.experiments.claims.parameters import ClaimParameter, choice, integer, number_list
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
 from iclab.experiments.specs.measurement_spec import DEFAULT_PROMPTS
 from iclab.experiments.specs.results import RunRecord, Site, run_dir, sites
 from iclab.runs.shift import MAX_PROMPTS, shift_run
+from iclab.tasks.base import TaskFamily
 from iclab.tasks.shifted import (
     SHIFT_KINDS,
     TRAINING_VALUE,
@@ -142,6 +145,7 @@ def _values_text(values: tuple[float, ...]) -> str:
 
 class ShiftClaim(ClaimKind):
     name = "shift"
+    requires = (GAUSSIAN,)
     parameters: ClassVar[dict[str, ClaimParameter]] = {
         "shift": ClaimParameter(f"the shift: {', '.join(SHIFT_KINDS)}", choice(*SHIFT_KINDS),
                                 required=True),
@@ -171,6 +175,11 @@ class ShiftClaim(ClaimKind):
 
     def measurements(self, parameters: dict[str, Any]) -> tuple[RunMeasurement, ...]:
         return (ShiftMeasurement(parameters),)
+
+    def unmet(self, spec: ClaimSpec, config: TrainConfig, task: TaskFamily) -> str | None:
+        """A linear Gaussian family; exact-agreement: a read-out; the ratios: sigma > 0."""
+        exact = spec.parameters["measure"] == "exact-agreement"
+        return first_unmet((GAUSSIAN, READOUT if exact else NOISE), config, task)
 
     def figure_key(self, spec: ClaimSpec) -> tuple[str, str] | None:
         return spec.group, "shift"

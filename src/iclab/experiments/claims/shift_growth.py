@@ -31,6 +31,7 @@ from iclab.analysis.shift_growth import (
     measured_growth,
 )
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
+from iclab.experiments.claims.needs import GAUSSIAN, NOISE
 from iclab.experiments.claims.parameters import ClaimParameter, choice, integer, number_list
 from iclab.experiments.claims.shift import (
     ShiftMeasurement,
@@ -65,6 +66,7 @@ def site_exact_growth(spec: ClaimSpec, record: RunRecord, context: ClaimContext)
 
 class ShiftGrowthClaim(ClaimKind):
     name = "shift-growth"
+    requires = (GAUSSIAN, NOISE)
     figure = "shift"
     parameters: ClassVar[dict[str, ClaimParameter]] = {
         "shift": ClaimParameter(f"the shift: {', '.join(RATIO_KINDS)}", choice(*RATIO_KINDS),

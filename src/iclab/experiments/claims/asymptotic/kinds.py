@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from iclab.experiments.claims.asymptotic.ranges import check_ranges
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.parameters import ClaimParameter, integer, number_list
 from iclab.experiments.figures.figure_file import FigureFile
@@ -118,6 +119,14 @@ class LuAsymptoticClaim(ClaimKind):
         "test_prompts": ClaimParameter("held-out prompts per error", integer(100, 10**6),
                                        4000),
     }
+
+    def validate_parameters(self, raw: dict[str, Any], where: str) -> dict[str, Any]:
+        parameters = super().validate_parameters(raw, where)
+        try:  # the measure's grid and ranges, before any run (``ranges``)
+            check_ranges(parameters, str(raw.get("measure", self.options["measure"][0])))
+        except ConfigError as error:
+            raise ConfigError(f"{where}: {error}") from None
+        return parameters
 
     def _claim(self, spec: ClaimSpec, what: str, holds: bool, metric: str, value: float,
                theory: float, label: str) -> Claim:
