@@ -66,7 +66,7 @@ def refused(tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str])
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--x-law", "student-t:3"], "student-t needs NU > 4"),
+    (["--x-law", "student-t:3"], "student-t needs 4 < NU <= 1e+06"),
     (["--x-law", "nope"], "unknown covariate law 'nope'"),
     (["--context-correlation", "1.5"], "context_correlation must be a number in (-1, 1)"),
     (["--context-correlation", "-1"], "context_correlation must be a number in (-1, 1)"),

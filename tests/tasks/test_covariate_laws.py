@@ -132,14 +132,30 @@ def test_student_t_without_finite_fourth_moment_is_refused(spec: str) -> None:
 
 
 @given(st.floats(allow_nan=True, allow_infinity=True))
-def test_student_t_accepts_exactly_finite_nu_above_four(nu: float) -> None:
-    if math.isfinite(nu) and nu > 4:
+def test_student_t_accepts_exactly_nu_in_four_to_a_million(nu: float) -> None:
+    if math.isfinite(nu) and 4 < nu <= 1e6:
         law = parse_law(f"student-t:{nu!r}")
         assert law.fourth_moment is not None and law.fourth_moment >= 3
     else:
         with pytest.raises(ConfigError) as error:
             parse_law(f"student-t:{nu!r}")
         assert "\n" not in str(error.value)
+
+
+def test_student_t_at_its_largest_nu_draws_finite_unit_variance_and_beyond_is_refused() -> None:
+    """NU = 1e6 (the edge) draws finite coordinates with variance 1 and mu4 about 3; 1e6 + 1 and
+    1e300 (drawn as NaN before the bound) are one line naming the range."""
+    z = parse_law("student-t:1e6").sample_standard((400_000,), torch.Generator().manual_seed(0),
+                                                 torch.float64)
+    assert bool(torch.isfinite(z).all())
+    assert abs(float(z.var()) - 1.0) < 0.01                       # 400k draws: sd about 0.0022
+    assert abs(float(z.pow(4).mean()) - 3.0) < 0.1                 # sd about 0.02
+    for spec in ("student-t:1000001", "student-t:1e300"):
+        with pytest.raises(ConfigError, match=r"4 < NU <= 1e\+06") as error:
+            parse_law(spec)
+        assert "\n" not in str(error.value)
+    with pytest.raises(ConfigError, match="NU <= 1e"):
+        StudentTLaw(1e300)
 
 
 @given(st.text(max_size=30).filter(lambda s: ":" not in s))

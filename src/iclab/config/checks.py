@@ -32,6 +32,7 @@ def check_config(config: TrainConfig, families: FamilyRegistry) -> TaskFamily:
     for section in (config.task, config.optim, config.run, config.model):
         validate(section)
     families.check_name(config.task.family)
+    config.model_class().check_options(config.model, config.task.d)  # before any file
     model_class = config.built_class()
     model_class.check_prompt_length(config.model, config.task.n)
     _check_size(config)
@@ -99,6 +100,12 @@ def _check_size(config: TrainConfig) -> None:
     per_prompt = (t.n + 1) * width * 4
     largest = max(o.batch, o.pretrain_prompts or 0,
                   min(config.run.eval_prompts, 4_000_000 // ((t.n + 1) * (t.d + 1)) or 1))
+    weights = 16 * config.model_class().parameter_count(config.model, t.d)  # float32: +
+    if weights > MEMORY_LIMIT_BYTES:                # gradients, Adam's two moments
+        raise ConfigError(f"model {config.model_name!r} of these options needs about "
+                          f"{weights / 1024**3:.0f} GiB (weights, gradients, optimiser "
+                          f"state); the limit is {MEMORY_LIMIT_BYTES // 1024**3} GiB: lower "
+                          f"the widths or layers")
     if per_prompt * largest > MEMORY_LIMIT_BYTES or width * width * 8 > MEMORY_LIMIT_BYTES:
         raise ConfigError(
             f"d={t.d}, n={t.n}, batch={o.batch} and width {width} need about "

@@ -42,7 +42,7 @@ class TaskConfig:
                                      minimum=1, maximum=100_000, omit_default=True)
     x_law: str = setting(
         DEFAULT_LAW, "Law of the covariates, x = Sigma_x^(1/2) z: gaussian, uniform, rademacher, "
-        "laplace, student-t:NU (NU > 4) or MODULE:FUNCTION (linear-gaussian only).",
+        "laplace, student-t:NU (4 < NU <= 1e6) or MODULE:FUNCTION (linear-gaussian only).",
         omit_default=True)
     context_correlation: float | None = setting(
         None, "AR(1) correlation rho in (-1, 1) between a prompt's positions, the query "

@@ -99,6 +99,20 @@ class Model(nn.Module):
         return {}
 
     @classmethod
+    def check_options(cls, options: Any, d: int) -> None:
+        """ConfigError (one line) unless ``create(d, options)`` builds a model: everything the
+        constructor would refuse, asked by ``TrainConfig.validate`` before any file is written
+        (iclab's models declare theirs; a user's model is built by its probe). Nothing by
+        default."""
+
+    @classmethod
+    def parameter_count(cls, options: Any, d: int) -> int:
+        """How many numbers ``create(d, options)`` would hold (0: not declared): a run refuses
+        options whose weights, gradients and optimiser state pass its memory limit before it
+        builds the model."""
+        return 0
+
+    @classmethod
     def check_prompt_length(cls, options: Any, n: int) -> None:
         """ConfigError (one line) if the model of ``options`` cannot read prompts of n
         examples (a model with learned positions); nothing by default."""

@@ -21,7 +21,9 @@ Built in (``LAW_NAMES``), with their standardised fourth moments:
     laplace          density exp(-sqrt 2 |z|) / sqrt 2      mu4 = 6
     student-t:NU     t_NU * sqrt((NU - 2) / NU), NU > 4     mu4 = 3 (NU - 2) / (NU - 4)
 
-A Student-t with NU <= 4 has no finite fourth moment, so no optimum; it is refused.
+A Student-t with NU <= 4 has no finite fourth moment, so no optimum; it is refused. So is NU
+above ``MAX_STUDENT_NU`` (1e6): its chi-squares (drawn in float32) overflow past about 1e38, and
+past 1e6 the law is the Gaussian to within 6e-6 in mu4: use gaussian.
 
 A user law is ``MODULE:FUNCTION`` or ``PATH.py:FUNCTION``, a function
 ``draw(shape, generator, dtype)`` of standardised draws with an optional ``fourth_moment``
@@ -48,6 +50,8 @@ __all__ = [
 
 LAW_NAMES = ("gaussian", "uniform", "rademacher", "laplace", "student-t:NU")
 DEFAULT_LAW = "gaussian"
+MAX_STUDENT_NU = 1e6
+"""The largest degrees of freedom of ``student-t:NU`` (module docstring)."""
 """The covariate law a linear family has unless given another: its name, the one value of
 the default wherever a law is declared, passed or stored."""
 
@@ -156,10 +160,10 @@ class StudentTLaw:
 
     def __post_init__(self) -> None:
         if isinstance(self.nu, bool) or not isinstance(self.nu, int | float) \
-                or not math.isfinite(self.nu) or self.nu <= 4:
+                or not math.isfinite(self.nu) or not 4 < self.nu <= MAX_STUDENT_NU:
             raise ConfigError(
-                f"student-t needs a finite number of degrees of freedom NU > 4 (finite fourth "
-                f"moment), got {self.nu!r}"
+                f"student-t needs degrees of freedom 4 < NU <= {MAX_STUDENT_NU:g} (a finite "
+                f"fourth moment; above, use gaussian), got {self.nu!r}"
             )
 
     @property
@@ -196,12 +200,13 @@ def _parse_student_t(text: str) -> StudentTLaw:
         nu = float(value)
     except ValueError:
         raise ConfigError(
-            f"covariate law {text!r}: NU must be a number > 4, got {value!r}"
+            f"covariate law {text!r}: NU must be a number in (4, 1e6], got {value!r}"
         ) from None
-    if not math.isfinite(nu) or nu <= 4:
+    if not math.isfinite(nu) or not 4 < nu <= MAX_STUDENT_NU:
         raise ConfigError(
-            f"covariate law {text!r}: student-t needs NU > 4 (a finite fourth moment), "
-            f"got {value!r}"
+            f"covariate law {text!r}: student-t needs 4 < NU <= {MAX_STUDENT_NU:g} (a finite "
+            f"fourth moment; above {MAX_STUDENT_NU:g} the law is Gaussian to 6e-6 in mu4: use "
+            f"gaussian), got {value!r}"
         )
     return StudentTLaw(nu)
 
@@ -220,7 +225,7 @@ def parse_law(text: str) -> CovariateLaw:
         return builtin[text]
     if text == "student-t":
         raise ConfigError("covariate law 'student-t' needs its degrees of freedom: "
-                          "student-t:NU with NU > 4")
+                          "student-t:NU with 4 < NU <= 1e6")
     if text.startswith("student-t:"):
         return _parse_student_t(text)
     if is_user_spec(text):

@@ -95,8 +95,16 @@ def test_steps_loss_with_two_seeds_uses_the_standard_error_of_their_mean() -> No
     assert not any(c.holds for c in claims_of(spec, records))
 
 
+def test_steps_loss_refuses_a_one_layer_run_when_the_spec_is_loaded() -> None:
+    with pytest.raises(ConfigError, match=r"group 'full' cannot judge its run layers=1, "
+                                          r"seed=0: the claim needs an L-layer lsa") as error:
+        make_spec([{"section": "Depth", "kind": "steps-loss", "group": "full",
+                    "tolerance": 3}])
+    assert "\n" not in str(error.value)
+
+
 def test_steps_loss_refuses_runs_without_the_depth_keys() -> None:
-    spec = make_spec([{"section": "Depth", "kind": "steps-loss", "group": "full",
+    spec = make_spec([{"section": "Depth", "kind": "steps-loss", "group": "deep",
                        "tolerance": 3}])
     records = fake(spec, lambda g, L, s, seed: {"test_loss": 1.0, "test_loss_stderr": 0.1,
                                                 "loss_star": 1.0})

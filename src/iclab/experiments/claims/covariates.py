@@ -22,6 +22,7 @@ from typing import ClassVar
 import numpy as np
 
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
+from iclab.experiments.claims.needs import CORRELATED, READOUT
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site
 from iclab.theory.gaussian import gaussian_optimum
@@ -46,6 +47,7 @@ def gap_holds(value: float, theory: float, tolerance: float, separation: float) 
 
 class GaussianGapClaim(ClaimKind):
     name = "gaussian-gap"
+    requires = (READOUT,)
     statements: ClassVar[dict[str, str]] = {
         "": "the learned step size eta_hat is off the Gaussian formula by the law's own gap "
             "eta*/eta_G - 1"}
@@ -73,6 +75,7 @@ def correlation(site: Site) -> float:
 
 class EffectiveLengthClaim(ClaimKind):
     name = "n-eff"
+    requires = (CORRELATED,)
     statements: ClassVar[dict[str, str]] = {
         "": "the effective context length n_eff equals n at rho = 0 and falls as the AR(1) "
             "correlation rho grows"}

@@ -35,11 +35,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from iclab.config.train import TrainConfig
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, describe, seeds_phrase
+from iclab.experiments.claims.needs import DEEP, SPARSE, first_unmet
 from iclab.experiments.claims.parameters import ClaimParameter, choice
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site, axis_value, gd_loss, sites
+from iclab.tasks.base import TaskFamily
 from iclab.theory.gaussian import eta_star_isotropic
 from iclab.utils.errors import ConfigError
 
@@ -111,6 +114,7 @@ class DepthKind(ClaimKind):
 
 class StepsLossClaim(DepthKind):
     name = "steps-loss"
+    requires = (DEEP,)
     statements: ClassVar[dict[str, str]] = {
         "": "the trained model's test loss is at most the optimal L-step GD loss"}
 
@@ -135,6 +139,10 @@ class LayerStepsClaim(DepthKind):
         "optimum": "the learned per-layer steps equal the optimal L-step GD's",
         "theorem1": "the one layer's learned step equals 1/(n+d+1+sigma^2) (Theorem 1)",
     }
+
+    def unmet(self, spec: ClaimSpec, config: TrainConfig, task: TaskFamily) -> str | None:
+        judged = self.option(spec) == "optimum" or (config.depth() or 1) == 1  # theorem1: L=1
+        return first_unmet((SPARSE,), config, task) if judged else None
 
     def check(self, spec: ClaimSpec, group_sites: list[Site],
               context: ClaimContext) -> list[Claim]:

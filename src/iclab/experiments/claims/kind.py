@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from iclab.config.train import TrainConfig
+from iclab.experiments.claims.needs import Need, first_unmet
 from iclab.experiments.claims.parameters import ClaimParameter, check_parameters
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.figures.measurement_table import Measurement
@@ -20,6 +22,7 @@ from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
 from iclab.experiments.specs.measurement_spec import MeasurementSpec
 from iclab.experiments.specs.results import RunRecord, Site, axis_value
 from iclab.experiments.specs.spec import Spec
+from iclab.tasks.base import TaskFamily
 from iclab.utils.errors import ConfigError
 
 
@@ -146,7 +149,9 @@ class ClaimKind:
     wording) and implement ``check_site`` (one claim per site) or override ``check`` (claims
     over the whole group). A kind may also declare ``parameters``: extra keys of any type
     (numbers, lists, ...), each checked by its ``ClaimParameter``; ``validate_parameters``
-    may add checks across them."""
+    may add checks across them. ``requires`` declares what every run of a claim's group
+    must be (``iclab.experiments.claims.needs``), checked when the spec is loaded; a kind whose
+    needs depend on its options or parameters adds them in ``unmet``."""
 
     name: ClassVar[str] = ""
     needs_runs: ClassVar[bool] = True
@@ -155,6 +160,13 @@ class ClaimKind:
     options: ClassVar[dict[str, tuple[str, ...]]] = {}
     statements: ClassVar[dict[str, str]] = {}
     parameters: ClassVar[dict[str, ClaimParameter]] = {}
+    requires: ClassVar[tuple[Need, ...]] = ()
+
+    def unmet(self, spec: ClaimSpec, config: TrainConfig, task: TaskFamily) -> str | None:
+        """What the claim ``spec`` needs of the run of ``config`` (``task``: its family) that
+        the run lacks, in words, or None: the first of ``requires`` not met by default. The
+        spec loader asks it of every run of the claim's group before any run."""
+        return first_unmet(self.requires, config, task)
 
     def validate_parameters(self, raw: dict[str, Any], where: str) -> dict[str, Any]:
         """The checked values of the declared parameters from a claim's raw table (defaults

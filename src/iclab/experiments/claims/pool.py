@@ -27,6 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
+from iclab.experiments.claims.needs import POOL
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import Site
 from iclab.utils.errors import ConfigError
@@ -49,6 +50,7 @@ def pool_numbers(site: Site) -> tuple[float, float, float, float]:
 
 class PoolOptimumClaim(ClaimKind):
     name = "pool-optimum"
+    requires = (POOL,)
     statements: ClassVar[dict[str, str]] = {
         "": "the trained LSA's loss on its task pool is never below the pool's exact optimal "
             "one-layer LSA loss (nuisance terms included) and reaches the local minimum of "
@@ -70,6 +72,7 @@ class PoolOptimumClaim(ClaimKind):
 
 class PoolNuisanceClaim(ClaimKind):
     name = "pool-nuisance"
+    requires = (POOL,)
     statements: ClassVar[dict[str, str]] = {
         "": "the trained LSA beats the nuisance-free optimum exactly where the pool's "
             "optimum does (its gap L*_nf / L* - 1)"}

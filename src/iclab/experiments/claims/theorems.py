@@ -17,9 +17,6 @@ a site = the runs that differ only in their seed):
 - ``above-bayes``: the mean test loss against the Bayes-optimal (ridge) risk (Monte Carlo,
   linear Gaussian only); holds when value >= (1 + separation x tolerance) x theory.
 
-The other families of kinds live beside this module: ``shift`` (``claims.shift``), the depth
-kinds (``claims.depth``) and the covariate kinds (``claims.covariates``).
-
 Figures: ``eta`` claims draw eta_hat against the group's axis (or per site); ``gamma`` and
 ``not-multiple`` claims of a group share heatmaps of the learned Gamma beside each claim's
 target; ``test-loss`` and ``above-bayes`` claims of a group share the test loss against its
@@ -34,6 +31,7 @@ from typing import ClassVar
 import numpy as np
 
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
+from iclab.experiments.claims.needs import GAUSSIAN, READOUT
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site, sites
@@ -85,16 +83,18 @@ def relative_holds(value: float, theory: float, tolerance: float) -> bool:
     return abs(value / theory - 1.0) <= tolerance
 
 
-def _group_sites(claims: list[ClaimSpec], context: ClaimContext) -> tuple[
-        tuple[str, ...], list[Site], Path]:
+def _group_sites(claims: list[ClaimSpec],
+                 context: ClaimContext) -> tuple[tuple[str, ...], list[Site], Path]:
     """The axes and sites of the claims' group, and the sweep folder."""
     spec, records, out_dir = context.sweep(f"the figure of group {claims[0].group!r}")
     return spec.group(claims[0].group).axes, sites(spec, records, claims[0].group), out_dir
 
 
 class GammaFigureKind(ClaimKind):
-    """A kind whose claims on a group share heatmaps of the learned Gamma, each claim adding
-    its own ``panels``."""
+    """A kind whose claims on a group share heatmaps of the learned Gamma (its read-out's),
+    each claim adding its own ``panels``."""
+
+    requires = (READOUT,)
 
     def figure_key(self, spec: ClaimSpec) -> tuple[str, str] | None:
         return spec.group, "gamma"
@@ -146,6 +146,7 @@ class LossFigureKind(ClaimKind):
 
 class EtaClaim(ClaimKind):
     name = "eta"
+    requires = (READOUT,)
     options: ClassVar[dict[str, tuple[str, ...]]] = {"reference": ("optimum", "theorem1")}
     statements: ClassVar[dict[str, str]] = {
         "theorem1": "the learned step size eta_hat equals 1/(n+d+1+sigma^2)",
@@ -243,6 +244,7 @@ class NotMultipleClaim(GammaFigureKind):
 
 class AboveBayesClaim(LossFigureKind):
     name = "above-bayes"
+    requires = (GAUSSIAN,)
     statements: ClassVar[dict[str, str]] = {
         "": "the trained LSA's test loss stays clearly above the Bayes-optimal "
         "(ridge) loss"}
@@ -277,6 +279,7 @@ class AboveBayesClaim(LossFigureKind):
 
 class IsotropyClaim(ClaimKind):
     name = "isotropy"
+    requires = (READOUT,)
     statements: ClassVar[dict[str, str]] = {
         "": "the learned Gamma is a multiple of the identity (plain one-step GD)"}
 

@@ -58,6 +58,10 @@ class ClaimKindSchema(Protocol):
     def measurements(self, parameters: dict[str, Any]) -> tuple[RunMeasurement, ...]:
         """The measurements each run of the claim's group needs (none for most kinds)."""
 
+    def unmet(self, spec: ClaimSpec, config: Any, task: Any) -> str | None:
+        """What the claim needs of the run of ``config`` (a TrainConfig; ``task`` its family)
+        that the run lacks, in words; None when the claim can judge it."""
+
 
 class MeasuringKind(Protocol):
     """What the spec loader asks of a kind that makes ``[[measurements]]`` tables."""

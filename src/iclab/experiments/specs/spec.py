@@ -60,6 +60,7 @@ from typing import Any
 
 from iclab.config.sections import MODEL_KEY, section_fields
 from iclab.config.train import TrainConfig
+from iclab.experiments.specs.claim_fit import check_claims_fit
 from iclab.experiments.specs.claim_spec import ClaimSpec, SpecRegistries, parse_claim
 from iclab.experiments.specs.covariances import resolve_covariance
 from iclab.experiments.specs.extends import resolve_extends
@@ -245,6 +246,7 @@ def parse_spec(data: Any, source: str, registries: SpecRegistries) -> Spec:
         raise _fail(source, "claims must be a list of tables ([[claims]])")
     claims = [parse_claim(c, i, set(names), source, registries.claims)
               for i, c in enumerate(raw_claims)]
+    check_claims_fit(claims, groups, registries.claims, source)  # before any run
     measurements = parse_measurements(data.get("measurements", []), set(names), source,
                                       registries.claims)
     return Spec(name=str(data.get("name", Path(source).stem)),

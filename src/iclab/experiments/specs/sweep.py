@@ -26,6 +26,7 @@ from iclab.experiments.specs.results import (
     write_tables,
 )
 from iclab.experiments.specs.spec import Point, Spec
+from iclab.training.loop import resolve_device
 from iclab.training.run_folder import RunFolder
 from iclab.utils.errors import ConfigError
 
@@ -128,6 +129,17 @@ def _check_writable(out_dir: Path) -> None:
                           f"writable folder ({error.strerror or type(error).__name__})") from None
 
 
+def check_devices(spec: Spec) -> None:
+    """ConfigError (one line, naming the group) unless the device of every run of ``spec``
+    is available on this machine (``device = "cuda"`` without CUDA): before any run."""
+    for group in spec.groups:
+        for device in dict.fromkeys(point.config.run.device for point in group.points):
+            try:
+                resolve_device(device)
+            except ConfigError as error:
+                raise ConfigError(f"{spec.source}: group {group.name!r}: {error}") from None
+
+
 def run_sweep(
     spec: Spec, out_dir: Path, executor: Executor, progress: bool = True
 ) -> dict[str, RunRecord]:
@@ -136,6 +148,8 @@ def run_sweep(
     Raises SweepError when a run fails (the others still finish; run again to retry).
     """
     out_dir = check_sweep_dir(out_dir)
+    if isinstance(executor, LocalExecutor):  # its runs train here: their devices must exist
+        check_devices(spec)
     _check_writable(out_dir)  # created as runs finish: a sweep that cannot start leaves none
     points = spec.points()
     pending = [p for p in points if not is_finished(out_dir, p.run_id)]

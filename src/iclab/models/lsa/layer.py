@@ -80,6 +80,15 @@ class LinearSelfAttention(Model):
         return MultiHeadLinearAttention if options.multi_head else cls
 
     @classmethod
+    def check_options(cls, options: Any, d: int) -> None:
+        """What the model ``create`` builds would refuse: the L-layer stack's checks or the
+        one layer's (the multi-head model's included)."""
+        if options.deep:
+            options.check_stack(d)
+        else:
+            options.check_layer(d)
+
+    @classmethod
     def depth_of(cls, options: Any) -> int | None:
         """L for the L-layer model (``options.deep``), None for the one-layer model."""
         return int(options.depth) if options.depth is not None else None

@@ -77,6 +77,9 @@ class LSAOptions:
             raise ConfigError(f"kq must be one of {', '.join(KQ_CHOICES)}; got {self.kq!r}")
         if self.multi_head:
             self._check_heads(d)
+        elif self.rank != 1:
+            raise ConfigError(f"rank applies to kq separate only; got rank {self.rank} with kq "
+                              f"merged: leave it at 1 or use --kq separate")
 
     def _check_heads(self, d: int) -> None:
         """ConfigError (one line) unless the multi-head model applies: heads and rank >= 1,

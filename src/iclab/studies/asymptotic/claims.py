@@ -29,6 +29,7 @@ from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import Site
 from iclab.studies.asymptotic.errors import asymptotic_errors
 from iclab.studies.asymptotic.formulas import check_inputs, ridgeless_e_icl
+from iclab.studies.asymptotic.ranges import check_ranges
 from iclab.studies.asymptotic.simulation import SimulatedErrors, simulate
 from iclab.utils.errors import ConfigError
 
@@ -118,6 +119,14 @@ class LuAsymptoticClaim(ClaimKind):
         "test_prompts": ClaimParameter("held-out prompts per error", integer(100, 10**6),
                                        4000),
     }
+
+    def validate_parameters(self, raw: dict[str, Any], where: str) -> dict[str, Any]:
+        parameters = super().validate_parameters(raw, where)
+        try:  # the measure's grid and ranges, before any run (``ranges``)
+            check_ranges(parameters, str(raw.get("measure", self.options["measure"][0])))
+        except ConfigError as error:
+            raise ConfigError(f"{where}: {error}") from None
+        return parameters
 
     def _claim(self, spec: ClaimSpec, what: str, holds: bool, metric: str, value: float,
                theory: float, label: str) -> Claim:

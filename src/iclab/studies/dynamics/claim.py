@@ -22,13 +22,23 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from iclab.config.train import TrainConfig
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
+from iclab.experiments.claims.needs import (
+    GAUSSIAN,
+    MERGED,
+    MULTI_HEAD,
+    PLAIN_SGD,
+    WHITE,
+    first_unmet,
+)
 from iclab.experiments.claims.parameters import ClaimParameter, integer
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
 from iclab.experiments.specs.results import RunRecord, Site, run_dir
 from iclab.runs.folder import read_finished_run
 from iclab.studies.dynamics.outputs import JSON_NAME, PNG_NAME
 from iclab.studies.dynamics.run import MAX_REPLICATES, run_dynamics
+from iclab.tasks.base import TaskFamily
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.utils.errors import ConfigError
 from iclab.utils.io import read_json
@@ -94,6 +104,22 @@ class DynamicsClaim(ClaimKind):
 
     def measurements(self, parameters: dict[str, Any]) -> tuple[RunMeasurement, ...]:
         return (DynamicsMeasurement(parameters["replicates"]),)
+
+    def validate_parameters(self, raw: dict[str, Any], where: str) -> dict[str, Any]:
+        parameters = super().validate_parameters(raw, where)
+        if raw.get("claim", CLAIMS[0]) == "sgd-matches-flow" and parameters["replicates"] < 2:
+            raise ConfigError(f"{where}: sgd-matches-flow compares SGD's mean with the flow: "
+                              f"replicates must be from 2 to {MAX_REPLICATES}, got "
+                              f"{parameters['replicates']}")
+        return parameters
+
+    def unmet(self, spec: ClaimSpec, config: TrainConfig, task: TaskFamily) -> str | None:
+        """What ``iclab dynamics`` runs on (a linear Gaussian family, the multi-head lsa,
+        plain SGD); merged-drop: merged heads where the analytic drop time applies."""
+        needs = [GAUSSIAN, MULTI_HEAD, PLAIN_SGD]
+        if self.option(spec) == "merged-drop":
+            needs += [MERGED, WHITE]
+        return first_unmet(needs, config, task)
 
     def check_site(self, spec: ClaimSpec, site: Site, context: ClaimContext) -> Claim:
         verdicts = [self._verdict(spec, record, context) for record in site.records]

@@ -91,6 +91,10 @@ class SoftmaxAttention(Model):
     options_class = SoftmaxModelOptions
 
     @classmethod
+    def check_options(cls, options: Any, d: int) -> None:
+        options.check(d)
+
+    @classmethod
     def create(
         cls, d: int, options: Any, generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float32,

@@ -88,6 +88,19 @@ class Transformer(Model):
                 "eval_prompts": 4000}
 
     @classmethod
+    def check_options(cls, options: Any, d: int) -> None:
+        options.check(d)
+
+    @classmethod
+    def parameter_count(cls, options: Any, d: int) -> int:
+        """read-in, positions, per block two LayerNorms, q/k/v/proj and the MLP, the final
+        LayerNorm and the read-out (``__init__``)."""
+        w, h = options.width, options.hidden()
+        block = 2 * 2 * w + 4 * (w * w + w) + (w * h + h) + (h * w + w)
+        return int((d * w + w) + 2 * options.max_examples * w + options.layers * block
+            + 2 * w + (w + 1))
+
+    @classmethod
     def check_prompt_length(cls, options: Any, n: int) -> None:
         """ConfigError unless a prompt of n examples and its query fit the positions."""
         if n + 1 > options.max_examples:

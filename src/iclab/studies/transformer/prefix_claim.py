@@ -23,9 +23,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from iclab.config.train import TrainConfig
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
+from iclab.experiments.claims.needs import (
+    GAUSSIAN,
+    ISOTROPIC,
+    N_AT_LEAST_2D,
+    PREFIX_MODEL,
+    first_unmet,
+)
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import Site, run_dir
+from iclab.tasks.base import TaskFamily
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.depth.multistep import multistep_optimum
 from iclab.theory.gaussian import loss_star_isotropic
@@ -74,6 +83,14 @@ class PrefixClaim(ClaimKind):
         "below-gd-steps": "at k = n the model's error is below the loss of the optimal L-step "
                           "GD, L its number of layers",
     }
+
+    def unmet(self, spec: ClaimSpec, config: TrainConfig, task: TaskFamily) -> str | None:
+        """Prefix predictions and n >= 2d; below-lsa and below-gd-steps compare with the
+        isotropic linear Gaussian theory."""
+        needs = [PREFIX_MODEL, N_AT_LEAST_2D]
+        if self.option(spec) in ("below-lsa", "below-gd-steps"):
+            needs += [GAUSSIAN, ISOTROPIC]
+        return first_unmet(needs, config, task)
 
     def check_site(self, spec: ClaimSpec, site: Site, context: ClaimContext) -> Claim:
         compare = self.option(spec)

@@ -26,7 +26,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from iclab.config.train import TrainConfig
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
+from iclab.experiments.claims.needs import GAUSSIAN, NOISE, READOUT, first_unmet
 from iclab.experiments.claims.parameters import ClaimParameter, choice, integer, number_list
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.figures.measurement_table import Measurement
@@ -47,6 +49,7 @@ from iclab.studies.shift.claims.shift_folder import (
 )
 from iclab.studies.shift.laws import SHIFT_KINDS
 from iclab.studies.shift.run import MAX_PROMPTS
+from iclab.tasks.base import TaskFamily
 from iclab.utils.errors import ConfigError
 
 MEASURES = ("exact-agreement", "ratio-bounded", "ratio-grows")
@@ -58,6 +61,7 @@ def _values_text(values: tuple[float, ...]) -> str:
 
 class ShiftClaim(ClaimKind):
     name = "shift"
+    requires = (GAUSSIAN,)
     parameters: ClassVar[dict[str, ClaimParameter]] = {
         "shift": ClaimParameter(f"the shift: {', '.join(SHIFT_KINDS)}", choice(*SHIFT_KINDS),
                                 required=True),
@@ -87,6 +91,11 @@ class ShiftClaim(ClaimKind):
 
     def measurements(self, parameters: dict[str, Any]) -> tuple[RunMeasurement, ...]:
         return (ShiftMeasurement(parameters),)
+
+    def unmet(self, spec: ClaimSpec, config: TrainConfig, task: TaskFamily) -> str | None:
+        """A linear Gaussian family; exact-agreement: a read-out; the ratios: sigma > 0."""
+        exact = spec.parameters["measure"] == "exact-agreement"
+        return first_unmet((GAUSSIAN, READOUT if exact else NOISE), config, task)
 
     measurement_key = "shift"
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
+from iclab.experiments.claims.needs import GAUSSIAN, NOISE
 from iclab.experiments.claims.parameters import ClaimParameter, choice, integer, number_list
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
@@ -76,6 +77,7 @@ def site_exact_growth(spec: ClaimSpec, record: RunRecord, context: ClaimContext)
 
 class ShiftGrowthClaim(ClaimKind):
     name = "shift-growth"
+    requires = (GAUSSIAN, NOISE)
     figure = "shift"
     parameters: ClassVar[dict[str, ClaimParameter]] = {
         "shift": ClaimParameter(f"the shift: {', '.join(RATIO_KINDS)}", choice(*RATIO_KINDS),
