@@ -15,7 +15,7 @@ from iclab.experiments.registries import Registries
 from iclab.experiments.specs.spec import load_spec
 from iclab.utils.io import atomic_write_json
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "transformers.toml"
 
 
