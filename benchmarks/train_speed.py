@@ -56,7 +56,7 @@ from typing import Any
 import torch
 
 from iclab.config.train import TrainConfig
-from iclab.tasks.covariate_laws import parse_law
+from iclab.studies.covariates.laws import parse_law
 from iclab.tasks.registry import FamilyRegistry
 from iclab.tasks.relu_statistics import relu_z_random_numbers
 from iclab.tasks.relu_xy_statistics import relu_xy_random_numbers

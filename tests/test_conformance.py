@@ -18,16 +18,19 @@ import torch
 from iclab.config.train import TrainConfig
 from iclab.models.base import Model
 from iclab.models.registry import ModelRegistry
+from iclab.studies.covariates.linear_law import linear_family
 from iclab.tasks.base import TaskFamily
-from iclab.tasks.linear_law import linear_family
-from iclab.tasks.registry import FamilyEntry, FamilyRegistry
+from iclab.tasks.family_entry import FamilyEntry
+from iclab.tasks.registry import FamilyRegistry
 from iclab.training.objective import make_objective
 from iclab.utils.batches import STATISTICS_SAMPLERS, shared_statistics_kind
 from iclab.utils.errors import ConfigError
 from iclab.utils.plugins import load_plugin
 from iclab.utils.seeding import make_generator
+from iclab.utils.studies import load_study
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "custom_model.py")
+EXAMPLE_STUDY = str(Path(__file__).resolve().parents[1] / "examples" / "odd_power_study.py")
 D, N = 3, 6
 
 
@@ -58,7 +61,9 @@ def families() -> FamilyRegistry:
     for name, parameters in (("linear-laplace", {"x_law": "laplace"}),
                              ("linear-ar1", {"context_correlation": 0.5})):
         registry.register(FamilyEntry(
-            name, lambda d, n, sigma, p=parameters: linear_family(d, n, sigma, **p), name))
+            name, lambda d, n, sigma, options, p=parameters: linear_family(d, n, sigma, **p),
+            name))
+    registry.add_study(load_study(f"{EXAMPLE_STUDY}:STUDY"))  # a user's study's family
     return registry
 
 

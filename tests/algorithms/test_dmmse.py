@@ -7,9 +7,9 @@ import numpy as np
 import torch
 
 from iclab.algorithms.baselines import BayesPosteriorMean
-from iclab.algorithms.dmmse import PoolPosteriorMean
+from iclab.studies.pool.dmmse import PoolPosteriorMean
+from iclab.studies.pool.family import with_pool
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.pool import with_pool
 
 
 def test_posterior_mean_matches_the_density_product() -> None:

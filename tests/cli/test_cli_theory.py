@@ -125,13 +125,13 @@ def test_two_layer_relu_eta_against_an_independent_estimate(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     d, n, sigma, m = 3, 10, 0.5, 6
-    record = theory_json(["--family", "two-layer-relu", "--relu-width", str(m), "--d", str(d),
+    record = theory_json(["--family", "two-layer-relu", "--width", str(m), "--d", str(d),
                           "--n", str(n), "--sigma", str(sigma)], capsys)
     assert record["width"] == m and record["bayes_loss"] is None
     eta, rel_se = independent_two_layer_eta(n, d, sigma, m, 400_000)
     assert rel_se < 0.003
     assert abs(record["eta"] / eta - 1) < 0.01
-    mc = theory_json(["--family", "two-layer-relu", "--relu-width", str(m), "--d", str(d),
+    mc = theory_json(["--family", "two-layer-relu", "--width", str(m), "--d", str(d),
                       "--n", str(n), "--sigma", str(sigma), "--monte-carlo"], capsys)
     assert mc["method"] == "monte-carlo" and mc["stderr"]["eta"] <= 0.002 * mc["eta"]
     assert abs(mc["eta"] / eta - 1) < 0.01
@@ -170,9 +170,10 @@ def test_bad_covariance_files(kind: str, option: str, tmp_path: Path,
 
 @pytest.mark.parametrize("argv, message", [
     (["--family", "nope"], "unknown family 'nope'; allowed: linear-gaussian"),
-    (["--family", "relu", "--relu-width", "3"], "width applies only to family two-layer-relu"),
-    (["--family", "relu", "--cov-x", "missing.npy"], "only to --family linear-gaussian"),
-    (["--family", "two-layer-relu", "--relu-width", "0"], "width must be an integer >= 1"),
+    (["--family", "relu", "--width", "3"], "width applies only to family two-layer-relu"),
+    (["--family", "relu", "--cov-x", "missing.npy"],
+     "--cov-x applies only to family linear-gaussian"),
+    (["--family", "two-layer-relu", "--width", "0"], "width must be an integer >= 1"),
     (["--precision", "0"], "--precision must be a number from 1e-06 to 0.5, got 0.0"),
 ])
 def test_bad_options(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -159,7 +159,7 @@ def test_context_correlation_outside_the_open_unit_interval_exits_2(
         assert main(["theory", "--d", "2", "--n", "3", "--sigma", "0.1", *argv]) == 0
         capsys.readouterr()
     else:
-        assert "context_correlation must be a number in (-1, 1)" in refused(argv, capsys)
+        assert "context_correlation must be a" in refused(argv, capsys)
 
 
 @settings(max_examples=15, deadline=None,
@@ -175,8 +175,8 @@ def test_a_position_covariance_of_the_wrong_size_exits_2(
 @pytest.mark.parametrize(("argv", "message"), [
     (["--x-law", "cauchy"], "unknown covariate law 'cauchy'"),
     (["--x-law", "student-t"], "needs its degrees of freedom"),
-    (["--family", "relu", "--x-law", "uniform"], "x_law applies only to family linear-gauss"),
-    (["--family", "relu", "--context-correlation", "0.5"], "context_correlation applies only"),
+    (["--family", "relu", "--x-law", "uniform"], "--x-law applies only to family linear-gauss"),
+    (["--family", "relu", "--context-correlation", "0.5"], "--context-correlation applies only"),
     (["--family", "relu", "--context-covariance", "R.npy"], "--context-covariance applies only"),
     (["--x-law", "uniform", "--context-correlation", "0.5"], "need x_law gaussian"),
     (["--context-correlation", "0.5", "--monte-carlo"], "closed-form optimum only"),

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from iclab.cli.main import main
 from iclab.config.train import TrainConfig
 from iclab.runs import run_training as train
-from iclab.theory.correlated_contexts import isotropic_correlated_optimum
+from iclab.studies.covariates.correlated import isotropic_correlated_optimum
 from iclab.theory.rotation_invariant import relu_optimum
 
 QUICK = ["--steps", "30", "--batch", "256", "--eval-prompts", "2000", "--quiet"]
@@ -70,7 +70,7 @@ def refused(tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str])
     (["--x-law", "nope"], "unknown covariate law 'nope'"),
     (["--context-correlation", "1.5"], "context_correlation must be a number in (-1, 1)"),
     (["--context-correlation", "-1"], "context_correlation must be a number in (-1, 1)"),
-    (["--family", "relu", "--x-law", "uniform"], "x_law applies only to family linear-gauss"),
+    (["--family", "relu", "--x-law", "uniform"], "--x-law applies only to family linear-gauss"),
     (["--x-law", "laplace", "--context-correlation", "0.3"], "need x_law gaussian"),
     (["--x-law", "uniform", "--sampler", "statistics"], "with x_law 'uniform'"),
 ])

@@ -1,4 +1,4 @@
-"""Training on every family: config validation, the train CLI's --family/--relu-width,
+"""Training on every family: config validation, the train CLI's --family/--width,
 result keys."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_config_families_and_samplers() -> None:
 def test_train_cli_on_a_nonlinear_family(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
-    argv = ["train", "--family", "two-layer-relu", "--relu-width", "4", "--d", "2", "--n", "4",
+    argv = ["train", "--family", "two-layer-relu", "--width", "4", "--d", "2", "--n", "4",
             "--sigma", "0.1", "--steps", "20", "--batch", "128", "--eval-prompts", "1000",
             "--quiet", "--out", str(out)]
     assert main(argv) == 0
@@ -65,7 +65,7 @@ def test_train_cli_on_a_nonlinear_family(tmp_path: Path,
     bad = ["train", "--family", "relu", "--cov-x", "x.npy", "--d", "2", "--n", "4", "--sigma",
            "0.1", "--out", str(tmp_path / "bad")]
     assert main(bad) == 2 and not (tmp_path / "bad").exists()
-    assert "only to --family linear-gaussian" in capsys.readouterr().err
+    assert "--cov-x applies only to family linear-gaussian" in capsys.readouterr().err
 
 
 def test_linear_gaussian_result_keys_are_unchanged(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.tasks.covariate_laws import (
+from iclab.studies.covariates.laws import (
     LAW_NAMES,
     GaussianLaw,
     StudentTLaw,

@@ -11,14 +11,14 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.tasks.covariate_laws import parse_law
-from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.linear_law import (
+from iclab.studies.covariates.laws import parse_law
+from iclab.studies.covariates.linear_law import (
     LinearLawTask,
     ar1_position_covariance,
     linear_family,
-    symmetric_sqrt,
 )
+from iclab.tasks.covariance import symmetric_sqrt
+from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
 from tests.helpers import random_spd

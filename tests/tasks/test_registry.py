@@ -13,10 +13,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclab.tasks.linear_law import LinearLawTask
+from iclab.studies.covariates.linear_law import LinearLawTask
 from iclab.tasks.nonlinear import FunctionTask
 from iclab.tasks.registry import FAMILY_NAMES, FamilyRegistry, make_family
 from iclab.utils.errors import ConfigError
+from iclab.utils.fields import field_infos
 from iclab.utils.seeding import make_generator
 
 
@@ -63,8 +64,9 @@ def test_options_that_do_not_apply_are_refused() -> None:
 
 def test_covariate_laws_and_correlations_are_parameters_of_the_linear_family() -> None:
     registry = FamilyRegistry()
-    entry = registry.entry("linear-gaussian")
-    assert {"x_law", "context_correlation", "context_covariance"} <= set(entry.parameters)
+    declared = {name for cls in registry.option_owners("linear-gaussian")
+                for name in field_infos(cls)}  # the covariates study's extension
+    assert {"x_law", "context_correlation", "context_covariance"} <= declared
     task = registry.make_family("linear-gaussian", 3, 5, 0.1, x_law="laplace")
     assert isinstance(task, LinearLawTask) and task.covariate_law.spec == "laplace"
     correlated = registry.make_family("linear-gaussian", 3, 5, 0.1,

@@ -11,15 +11,15 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.tasks.linear_law import LinearLawTask, ar1_position_covariance
-from iclab.theory.correlated_contexts import (
+from iclab.studies.covariates.correlated import (
     correlated_loss,
     correlated_optimum,
     effective_context_length,
     independent_loss_star,
     isotropic_correlated_optimum,
 )
-from iclab.theory.covariate_optimum import covariate_optimum
+from iclab.studies.covariates.linear_law import LinearLawTask, ar1_position_covariance
+from iclab.studies.covariates.optimum import covariate_optimum
 from iclab.theory.gaussian import (
     eta_star_isotropic,
     gaussian_optimum,

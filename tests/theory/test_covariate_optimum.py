@@ -11,13 +11,14 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.tasks.covariate_laws import UserLaw, parse_law
-from iclab.tasks.linear_law import LinearLawTask, symmetric_sqrt
-from iclab.theory.covariate_optimum import (
+from iclab.studies.covariates.laws import UserLaw, parse_law
+from iclab.studies.covariates.linear_law import LinearLawTask
+from iclab.studies.covariates.optimum import (
     covariate_optimum,
     estimate_fourth_moment,
     product_fourth_moment,
 )
+from iclab.tasks.covariance import symmetric_sqrt
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.theory.span import span_optimum
 from iclab.utils.errors import ConfigError

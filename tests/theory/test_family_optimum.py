@@ -11,12 +11,14 @@ import pytest
 import torch
 
 from iclab.algorithms.gd import OneStepGD
-from iclab.tasks.covariate_laws import CovariateLaw, parse_law
+from iclab.studies.covariates.laws import CovariateLaw, parse_law
+from iclab.studies.covariates.linear_law import LinearLawTask
+from iclab.studies.covariates.optimum import covariate_optimum
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.linear_law import LinearLawTask
 from iclab.tasks.nonlinear import FunctionTask, ReluTask, TwoLayerReluTask, anisotropic_task
 from iclab.theory.family_optimum import CLOSED_FORM, MONTE_CARLO, family_optimum
 from iclab.theory.gaussian import eta_star_isotropic, gaussian_optimum, loss_star_isotropic
+from iclab.theory.optimum import FamilyOptimum
 from iclab.theory.rotation_invariant import (
     arccos_kernel,
     estimate_gd_optimum,
@@ -181,6 +183,11 @@ class DeclaredLawTask:
     sign_symmetric: bool = True
     covariate_law: CovariateLaw = field(default_factory=lambda: parse_law("uniform"))
     correlated: bool = False
+
+    def own_optimum(self, monte_carlo: bool = False, seed: int = 0) -> FamilyOptimum:
+        """The covariates study's optimum of a declared law (not of LinearLawTask's class)."""
+        return covariate_optimum(self, monte_carlo=monte_carlo,  # type: ignore[arg-type]
+                                 seed=seed).as_family_optimum()
 
     @property
     def sigma_x(self) -> np.ndarray:

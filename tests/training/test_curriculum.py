@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from iclab.config.curriculum import Curriculum, curriculum_prompts
 from iclab.config.train import TrainConfig
-from iclab.tasks.garg import Curriculum, curriculum_prompts
 from iclab.tasks.registry import FamilyRegistry
 from iclab.training.objective import make_objective
 from iclab.utils.errors import ConfigError

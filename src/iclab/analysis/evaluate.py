@@ -23,7 +23,6 @@ import torch
 from iclab.algorithms.gd import PreconditionedGD
 from iclab.analysis.compare import compare_with
 from iclab.analysis.depth import depth_optimum, depth_results
-from iclab.analysis.pool import evaluate_pool
 from iclab.analysis.readout import gamma_relative_error, nuisance_shares
 from iclab.analysis.reference_measures import reference_measures
 from iclab.models.base import Model
@@ -79,8 +78,10 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int,
     correlated contexts: n_eff, the number of independent examples worth as much as the
     prompt's n.
     """
-    if getattr(task, "task_pool", None) is not None:  # a finite pool: its own optimum
-        return evaluate_pool(model, task, eval_prompts, seed)
+    if getattr(task, "task_pool", None) is not None:  # a finite pool: its own evaluation
+        own: dict[str, Any] = task.own_evaluation(  # type: ignore[attr-defined]
+            model, eval_prompts, seed)
+        return own
     optimum = family_optimum(task, seed=seed)
     eta_star = optimum.eta_or_trace
     loss, stderr = test_loss(model, task, eval_prompts, seed)

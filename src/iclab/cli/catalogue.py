@@ -51,9 +51,11 @@ def family_rows(families: FamilyRegistry, models: ModelRegistry) -> list[dict[st
             samplers.insert(0, "statistics")
         exact_models = [m.name for m in models.models() if m.has_exact_loss] \
             if task.gaussian else []
+        options = {name: info.help for cls in families.option_owners(entry.name)
+                   for name, (_, info) in field_infos(cls).items()}
         rows.append({
             "name": entry.name, "description": entry.description,
-            "parameters": entry.parameters,
+            "parameters": options,
             "capabilities": {"statistics": task.statistics, "gaussian": task.gaussian,
                              "rotation_invariant": bool(task.rotation_invariant),
                              "sign_symmetric": bool(task.sign_symmetric)},
@@ -119,9 +121,12 @@ def study_rows(registries: Registries) -> list[dict[str, Any]]:
             "requires": list(study.requires),
             "models": [m.name for m in study.models()],
             "families": [entry.name for entry in study.families()],
+            "family_extensions": [f"{e.name} ({', '.join(e.families)})"
+                                  for e in study.family_extensions()],
             "claim_kinds": [kind.name for kind in study.claim_kinds()],
             "commands": len(study.commands()),
             "theory_modes": [mode.name for mode in study.theory_modes()],
+            "theory_additions": [addition.name for addition in study.theory_additions()],
             "run_outputs": [output.name for output in study.run_outputs()],
         })
     return rows
@@ -139,8 +144,8 @@ def studies_command(registries: Registries, as_json: bool) -> None:
         return
     for row in rows:
         click.echo(f"{row['name']}: {row['description']}")
-        for key in ("requires", "models", "families", "claim_kinds", "theory_modes",
-                    "run_outputs"):
+        for key in ("requires", "models", "families", "family_extensions", "claim_kinds",
+                    "theory_modes", "theory_additions", "run_outputs"):
             if row[key]:
                 click.echo(f"  {key.replace('_', ' ')}: {', '.join(row[key])}")
     click.echo("Your own: iclab --study FILE.py:STUDY COMMAND ..., or an installed package "

@@ -36,16 +36,6 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
-def _model_argument(args: list[str]) -> str | None:
-    """The value of ``--model`` in ``args``, if any."""
-    for index, arg in enumerate(args):
-        if arg == "--model" and index + 1 < len(args):
-            return args[index + 1]
-        if arg.startswith("--model="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def _study_arguments(args: list[str]) -> tuple[list[str], list[str]]:
     """The ``--study REFERENCE`` options before the command's name, and the rest of
     ``args``."""
@@ -74,6 +64,7 @@ def build_cli(args: list[str], registries: Registries | None = None) -> Any:
     from iclab.cli.catalogue import families_command, models_command, studies_command
     from iclab.cli.certify import certify_command
     from iclab.cli.reproduce import reproduce_command
+    from iclab.cli.run_options import option_argument
     from iclab.cli.sweep import sweep_command
     from iclab.cli.theory import make_theory_command
     from iclab.cli.train import make_train_command
@@ -82,10 +73,11 @@ def build_cli(args: list[str], registries: Registries | None = None) -> Any:
 
     registries = Registries() if registries is None else registries
     models = registries.models
-    reference = _model_argument(args) if args[:1] == ["train"] else None
+    reference = option_argument(args, "--model") if args[:1] == ["train"] else None
     if reference is not None and is_plugin_reference(reference) \
             and reference not in models.names:
         models.register(models.get(reference), reference)
+    family = option_argument(args, "--family")
 
     @click.group(context_settings={"help_option_names": ["-h", "--help"], "obj": registries})
     @click.version_option(__version__, prog_name="iclab")
@@ -96,12 +88,13 @@ def build_cli(args: list[str], registries: Registries | None = None) -> Any:
         """iclab: train attention models on in-context regression and check them against
         the theory."""
 
-    for command in (make_train_command(models), make_theory_command(registries),
+    for command in (make_train_command(registries, reference, family),
+                    make_theory_command(registries, family),
                     certify_command, sweep_command, reproduce_command, models_command,
                     families_command, studies_command):
         cli.add_command(command)
     for factory in registries.commands:  # the studies' own commands
-        cli.add_command(factory(registries))
+        cli.add_command(factory(registries, args))
     return cli
 
 
@@ -167,7 +160,7 @@ def _registries(args: list[str], registries: Registries | None) -> Registries:
 
     registries = Registries() if registries is None else registries
     for reference in _study_arguments(args)[0]:
-        registries.add_study(load_study(reference))
+        registries.add_study(load_study(reference), reference)
     return registries
 
 

@@ -29,32 +29,37 @@ def _help(info: FieldInfo, default: Any, extra: str = "") -> str:
     return text
 
 
-def _option(name: str, info: FieldInfo, default: Any, extra: str) -> Callable[..., Any]:
+def _option(name: str, info: FieldInfo, default: Any, extra: str,
+            hidden: bool = False) -> Callable[..., Any]:
     help_text = _help(info, default, extra)
     if info.kind == "bool":
         dashed = name.replace("_", "-")
-        return click.option(f"--{dashed}/--no-{dashed}", name, default=None, help=help_text)
+        return click.option(f"--{dashed}/--no-{dashed}", name, default=None, help=help_text,
+                            hidden=hidden)
     if info.kind == "matrix":
         return click.option(flag_name(name), name, type=click.Path(dir_okay=False),
-                            default=None, help=help_text)
+                            default=None, help=help_text, hidden=hidden)
     kind: Any = {"int": int, "float": float, "str": str}[info.kind]
-    if default is None and not info.nullable:  # a required field
+    if default is None and not info.nullable and not hidden:  # a required field
         return click.option(flag_name(name), name, type=kind, required=True, help=help_text)
-    return click.option(flag_name(name), name, type=kind, default=None, help=help_text)
+    return click.option(flag_name(name), name, type=kind, default=None, help=help_text,
+                        hidden=hidden)
 
 
-def declared_options(sections: Iterable[tuple[type, str]]) -> list[Callable[..., Any]]:
+def declared_options(sections: Iterable[tuple[type, str]], hidden: bool = False,
+                     skip: Iterable[tuple[type, str]] = ()) -> list[Callable[..., Any]]:
     """One click option per declared field of each (section class, note) pair; a field
-    declared by several sections (two models' options) becomes one option."""
+    declared by several sections becomes one option; fields of ``skip``'s sections are left
+    out; ``hidden`` options parse but are not listed in --help."""
     seen: dict[str, Callable[..., Any]] = {}
+    taken = {name for cls, _ in skip for name in field_infos(cls)}
     for cls, note in sections:
         for name, (f, info) in field_infos(cls).items():
-            if not info.cli or name in seen:
+            if not info.cli or name in seen or name in taken:
                 continue
             default = default_of(f)
             shown = None if default is dataclasses.MISSING else default
-            option = _option(name, info, shown, note)
-            seen[name] = option
+            seen[name] = _option(name, info, shown, note, hidden)
     return list(seen.values())
 
 

@@ -83,7 +83,8 @@ def sweep_and_report(load: Callable[[Registries], Spec], registries: Registries,
                            connect_timeout, threads)
     spec = load(registries)
     probe_claim_kinds(spec, registries.claims)  # a user's claim kinds, before any run
-    records = run_sweep(spec, out_dir, runner, progress=not quiet)
+    records = run_sweep(spec, out_dir, runner, progress=not quiet,
+                        studies=tuple(registries.study_references))
     click.echo(f"{len(records)} runs finished in {out_dir / 'runs'}; "
                f"results in {out_dir / 'results.csv'}")
     if not spec.claims:

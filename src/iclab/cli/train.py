@@ -10,20 +10,10 @@ from typing import Any
 
 import click
 
-from iclab.cli.options import apply_options, declared_options, flag_name
-from iclab.config.sections import DEFAULT_MODEL, SECTIONS
-from iclab.config.train import TrainConfig
-from iclab.models.registry import ModelRegistry
+from iclab.cli.options import apply_options, declared_options
+from iclab.cli.run_options import ConfigRegistries, config_from_options, run_sections
 from iclab.runs.folder import check_out_dir
 from iclab.runs.pipeline import RunRegistries, run_training
-from iclab.tasks.covariance import load_covariance
-from iclab.tasks.pool import load_pool
-from iclab.utils.errors import ConfigError
-from iclab.utils.fields import field_infos, validate
-
-COVARIANCES = ("cov_x", "cov_w", "context_covariance", "task_pool")
-"""The matrix options, read from .npy files: cov_x, cov_w are (d, d), context_covariance is
-(n+1, n+1), task_pool is (K, d) (``iclab.tasks.pool.load_pool``)."""
 
 
 def _row(result: dict[str, Any], key: str, label: str, fmt: str) -> tuple[str, str] | None:
@@ -105,64 +95,13 @@ def _pool_rows(result: dict[str, Any]) -> list[tuple[str, str] | None]:
     return rows
 
 
-def _model_notes(registry: ModelRegistry) -> list[tuple[type, str]]:
-    """Each model's options class with the note shown in --help."""
-    notes = []
-    for model_class in registry.models():
-        notes.append((model_class.options_class, f" (model {model_class.name})"))
-    return notes
+def make_train_command(registries: ConfigRegistries, model: str | None = None,
+                       family: str | None = None) -> click.Command:
+    """The ``train`` command with the options of ``model`` and ``family`` (the ones the
+    command line names: lsa and linear-gaussian by default), each with its own default;
+    every other model's and family's options are hidden (``iclab.cli.run_options``)."""
 
-
-def config_from_options(values: dict[str, Any], registry: ModelRegistry) -> TrainConfig:
-    """The validated config of the given option values (None = not given); covariance files
-    are read only after every scalar option is checked."""
-    model_name = values.pop("model")
-    model_name = DEFAULT_MODEL if model_name is None else model_name
-    model_class = registry.get(model_name)
-    model_fields = field_infos(model_class.options_class)
-    others = {name for cls, _ in _model_notes(registry) for name in field_infos(cls)}
-    given = {k: v for k, v in values.items() if v is not None}
-    for name in given:
-        if name in others and name not in model_fields:
-            takers = [m.name for m in registry.models()
-                      if name in field_infos(m.options_class)]
-            hint = "; the two-layer-relu family's width is --relu-width" \
-                if name == "width" else ""
-            raise ConfigError(f"{flag_name(name)} applies only to model "
-                              f"{' or '.join(takers)}, not {model_name!r}{hint}")
-    scalars = {k: v for k, v in given.items() if k not in COVARIANCES}
-    if model_name != DEFAULT_MODEL:
-        scalars["model"] = model_name
-    config = TrainConfig.from_json(scalars, registry)
-    covariances = {k: given[k] for k in COVARIANCES if k in given}
-    if covariances:
-        family = config.task.family
-        if family != "linear-gaussian":
-            flags = "/".join(flag_name(k) for k in covariances)
-            verb = "applies" if len(covariances) == 1 else "apply"
-            raise ConfigError(f"{flags} {verb} only to --family linear-gaussian, not "
-                              f"{family!r}")
-        _check_scalars(config)  # scalar options first, before any file is read
-        sizes = {"cov_x": config.task.d, "cov_w": config.task.d,
-                 "context_covariance": config.task.n + 1}
-        scalars.update({k: (load_pool(v, config.task.d) if k == "task_pool" else
-                            load_covariance(v, sizes[k])).tolist()
-                        for k, v in covariances.items()})
-        config = TrainConfig.from_json(scalars, registry)
-    return config
-
-
-def _check_scalars(config: TrainConfig) -> None:
-    """Each declared value of ``config`` within its bounds (the family, built once, is checked
-    with the rest by ``run_training``)."""
-    for section in (config.task, config.optim, config.run, config.model):
-        validate(section)
-
-
-def make_train_command(registry: ModelRegistry) -> click.Command:
-    """The ``train`` command with options for the models in ``registry``."""
-
-    def train_command(registries: RunRegistries, out: str, quiet: bool, restart: bool,
+    def train_command(run_registries: RunRegistries, out: str, quiet: bool, restart: bool,
                       **values: Any) -> None:
         """Train a model and compare what it learned with the optimal one-step GD.
 
@@ -178,9 +117,9 @@ def make_train_command(registry: ModelRegistry) -> click.Command:
         command again resumes an interrupted run; a finished run is not re-run.
         """
         path = check_out_dir(out)  # before Path(""), which is the current folder
-        config = config_from_options(values, registry)
+        config = config_from_options(values, registries)
         result = run_training(config, path, progress=not quiet, restart=restart,
-                              registries=registries)
+                              registries=run_registries)
         depth = config.depth()
         click.echo(format_result(result, depth))
         if result.get("verdict") in ("not optimal", "undetermined"):
@@ -189,11 +128,13 @@ def make_train_command(registry: ModelRegistry) -> click.Command:
                     else "the verdict is undetermined")
             click.echo(f"iclab: warning: {what}: {reason}", err=True)
 
-    sections = [(cls, "") for cls in SECTIONS] + _model_notes(registry)
+    visible, hidden = run_sections(registries, model, family)
     options = [
         click.option("--model", default=None,
-                     help=f"Model: {registry.allowed()} (iclab models) [default: lsa]."),
-        *declared_options(sections),
+                     help=f"Model: {registries.models.allowed()} (iclab models) [default: lsa]; "
+                          f"--model NAME --help shows its options."),
+        *declared_options(visible),
+        *declared_options(hidden, hidden=True, skip=visible),
         click.option("--restart", is_flag=True,
                      help="Remove the run's checkpoint, metrics and result, and start over."),
         click.option("--quiet", is_flag=True, help="No progress bar."),

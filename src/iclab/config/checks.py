@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from iclab.config.sections import MEMORY_LIMIT_BYTES, OptimConfig, TaskConfig
+from iclab.config.curriculum import supports_curriculum
+from iclab.config.sections import MEMORY_LIMIT_BYTES, OptimConfig
+from iclab.config.task_section import option_values
 from iclab.models.base import Model
 from iclab.models.probe import probe_plugins
 from iclab.tasks.base import TaskFamily
-from iclab.tasks.garg.curriculum import supports_curriculum
 from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.batches import shared_statistics_kind
 from iclab.utils.errors import ConfigError
@@ -85,10 +86,13 @@ def _check_curriculum(config: TrainConfig, task: TaskFamily) -> None:
 
 
 def _law_note(config: TrainConfig) -> str:
-    """", x_law ..." / ", correlated contexts" where the linear family has them."""
-    t = config.task
-    note = "" if t.x_law == TaskConfig.x_law else f" with x_law {t.x_law!r}"
-    if t.context_correlation is not None or t.context_covariance is not None:
+    """", x_law ..." / ", correlated contexts" where the linear family has them (the
+    covariates study's options)."""
+    values = option_values(config.task)
+    law = values.get("x_law")
+    note = "" if law in (None, "gaussian") else f" with x_law {law!r}"
+    if values.get("context_correlation") is not None \
+            or values.get("context_covariance") is not None:
         note += " with correlated contexts"
     return note
 

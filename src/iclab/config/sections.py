@@ -1,6 +1,7 @@
-"""The fixed sections of a training run's configuration: ``TaskConfig`` (the family and its
-parameters), ``OptimConfig`` (how the model is fitted) and ``RunConfig`` (seed, device,
-bookkeeping). Each field is declared once (``iclab.utils.fields.setting``); ``TrainConfig``
+"""The fixed sections of a training run's configuration: ``TaskConfig`` (the family and the
+keys every family has; its own options join them in ``iclab.config.task_section``),
+``OptimConfig`` (how the model is fitted) and ``RunConfig`` (seed, device, bookkeeping). Each
+field is declared once (``iclab.utils.fields.setting``); ``TrainConfig``
 (``iclab.config.train``) puts them together with the model's own options.
 """
 
@@ -8,15 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iclab.tasks.covariate_laws import DEFAULT_LAW
-from iclab.tasks.pool.pool import MAX_POOL
 from iclab.utils.fields import REQUIRED, field_infos, setting
 
-LEGACY_RELU_WIDTH = "width"
-"""The key of ``TaskConfig.relu_width`` before it was renamed (a model's option, the
-transformer's, now has that name): for a model without a ``width`` option the JSON form keeps
-the old key, so config files and config hashes of earlier runs stay the same
-(``iclab.config.train.TrainConfig.to_json``)."""
 SAMPLERS = ("auto", "statistics", "prompts")
 SCHEDULES = ("cosine", "constant")
 OPTIMIZERS = ("adam", "sgd")
@@ -27,45 +21,15 @@ MEMORY_LIMIT_BYTES = 8 * 1024**3
 
 @dataclass(frozen=True)
 class TaskConfig:
-    """The task family a run trains on."""
+    """The task family a run trains on: the keys every family has. A family's own options
+    (and those of its extensions) join these in its task section
+    (``iclab.config.task_section``)."""
 
     d: int = setting(REQUIRED, "Input dimension d >= 1.", minimum=1, maximum=4096)
     n: int = setting(REQUIRED, "Examples per prompt n >= 1.", minimum=1, maximum=1_000_000)
     sigma: float = setting(0.0, "Label noise sigma >= 0.", minimum=0, maximum=1e4)
-    cov_x: list[list[float]] | None = setting(
-        None, "Sigma_x as a (d, d) .npy file (linear-gaussian only).")
-    cov_w: list[list[float]] | None = setting(
-        None, "Sigma_w as a (d, d) .npy file (linear-gaussian only).")
     family: str = setting("linear-gaussian", "Task family: a registered name (iclab families) "
                           "or MODULE:FUNCTION or FILE.py:FUNCTION.")
-    relu_width: int | None = setting(None, "Hidden width m of two-layer-relu [default: 8].",
-                                     minimum=1, maximum=100_000, omit_default=True)
-    x_law: str = setting(
-        DEFAULT_LAW, "Law of the covariates, x = Sigma_x^(1/2) z: gaussian, uniform, rademacher, "
-        "laplace, student-t:NU (4 < NU <= 1e6) or MODULE:FUNCTION (linear-gaussian only).",
-        omit_default=True)
-    context_correlation: float | None = setting(
-        None, "AR(1) correlation rho in (-1, 1) between a prompt's positions, the query "
-        "last (linear-gaussian, gaussian x_law).", omit_default=True)
-    context_covariance: list[list[float]] | None = setting(
-        None, "Covariance R of a prompt's positions as an (n+1, n+1) .npy file, the query "
-        "last (linear-gaussian, gaussian x_law).", omit_default=True)
-    tasks: int | None = setting(
-        None, "A pool of K tasks drawn once from the task law with the seed; every prompt's "
-        "task is one of them (linear-gaussian; saved as pool.npy) [default: fresh tasks].",
-        minimum=1, maximum=MAX_POOL, omit_default=True)
-    task_pool: list[list[float]] | None = setting(
-        None, "A (K, d) pool of tasks as a .npy file; every prompt's task is one of its rows "
-        "(linear-gaussian).", omit_default=True)
-    sparsity: int | None = setting(
-        None, "Nonzero coordinates s of w, 1..d (sparse-linear only) [default: 3].",
-        minimum=1, maximum=4096, omit_default=True)
-    tree_depth: int | None = setting(
-        None, "Depth of the random trees (decision-tree only) [default: 4].", minimum=1,
-        maximum=16, omit_default=True)
-    network_width: int | None = setting(
-        None, "Hidden width m of the random networks (relu-network only) [default: 100].",
-        minimum=1, maximum=100_000, omit_default=True)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 fixed sections of ``iclab.config.sections`` (task, optimiser, run) together with the model (a
 name, ``model``, default ``lsa``, and that model's own options object).
 
-The JSON form is flat, with the same keys as iclab 0.1's config.json (``model`` and later
-fields are left out while at their defaults), so older run folders and spec files load and
-keep their config hash. A run is reproducible bit for bit on the CPU from this object alone:
-covariances are stored as matrices, and every random draw is seeded from ``seed``.
+The task section is the family's (``iclab.config.task_section``: the core's keys and the
+options the family and its extensions declare). The JSON form is flat, with the same keys as
+iclab 0.1's config.json (``model`` and later fields are left out while at their defaults), so
+older run folders and spec files load and keep their config hash. A run is reproducible bit
+for bit on the CPU from this object alone: covariances are stored as matrices, and every
+random draw is seeded from ``seed``.
 """
 
 from __future__ import annotations
@@ -16,25 +18,20 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from iclab.config.checks import check_config, supports_statistics
+from iclab.config.curriculum import Curriculum, make_curriculum
 from iclab.config.schedule import elapsed_time, learning_rate
 from iclab.config.sections import (
     DEFAULT_MODEL,
-    LEGACY_RELU_WIDTH,
     MODEL_KEY,
     OptimConfig,
     RunConfig,
     TaskConfig,
-    section_fields,
 )
+from iclab.config.task_section import LEGACY_NULL_KEYS, option_values, task_section
 from iclab.models.base import Model
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily
-from iclab.tasks.covariate_laws import DEFAULT_LAW
-from iclab.tasks.garg.curriculum import Curriculum, make_curriculum
-from iclab.tasks.pool import with_pool
 from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import field_infos, from_flat, to_flat
@@ -46,20 +43,22 @@ def _among(values: dict[str, Any], section: type) -> dict[str, Any]:
     return {key: value for key, value in values.items() if key in keys}
 
 
-def _legacy_relu_width(data: dict[str, Any], model_class: type[Model]) -> dict[str, Any]:
-    """``data`` with the old key ``width`` read as relu_width, for a model that has no
-    ``width`` option (config files written before the rename); unchanged otherwise."""
-    if LEGACY_RELU_WIDTH not in data or LEGACY_RELU_WIDTH in field_infos(
-            model_class.options_class):
-        return data
-    rest = {key: value for key, value in data.items() if key != LEGACY_RELU_WIDTH}
-    value = data[LEGACY_RELU_WIDTH]
-    if value is None:
-        return rest
-    if rest.get("relu_width") not in (None, value):
-        raise ConfigError(f"width (the old name of relu_width) = {value!r} and relu_width = "
-                          f"{rest['relu_width']!r} disagree; give relu_width only")
-    return {**rest, "relu_width": value}
+def _unknown_keys(data: dict[str, Any], known: set[str], family: str, model_name: str,
+                  families: FamilyRegistry) -> None:
+    """ConfigError naming the first key of ``data`` that is not ``known``: one another
+    family declares, or any other."""
+    unknown = sorted(str(key) for key in set(data) - known
+                     if not (key in LEGACY_NULL_KEYS and data[key] is None))
+    for key in unknown:
+        takers = families.takers(key)
+        if takers:
+            raise ConfigError(f"{key} applies only to family {' or '.join(takers)}, not "
+                              f"{family!r}")
+    if unknown:
+        raise ConfigError(f"unknown config keys {unknown} for model {model_name!r} and family "
+                          f"{family!r}; allowed: {sorted(known)}")
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that determines a training run: task, model (name and options), optimiser,
@@ -76,6 +75,10 @@ class TrainConfig:
     """The registered class of ``model_name``, resolved once when the config is made (from
     the caller's registry in ``from_json``; from the built-ins when None), so that nothing
     downstream looks the model up again."""
+    family_registry: FamilyRegistry | None = dataclasses.field(default=None, compare=False,
+                                                              repr=False)
+    """The families the config was read with (``from_json``'s), which ``make_task`` builds
+    from unless given others (None: the built-ins)."""
 
     def __post_init__(self) -> None:
         if self.model_type is None:
@@ -86,13 +89,16 @@ class TrainConfig:
     # --- the JSON form -------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        """The flat JSON form (iclab 0.1 keys; ``model`` only when not lsa). relu_width is
-        written under its old key ``width`` (null when unset) for a model without a ``width``
-        option, so config files and hashes of runs made before the rename stay the same;
-        as ``relu_width`` (when set) for a model that has one (the transformer)."""
+        """The flat JSON form (iclab 0.1 keys; ``model`` only when not lsa): the task
+        section's keys (the family's options qualified where the model has one of the same
+        name), iclab 0.1's ``cov_x``, ``cov_w`` and ``width`` as null where neither the family
+        nor the model has them (``LEGACY_NULL_KEYS``), then the model's, optimiser's and
+        run's."""
         out: dict[str, Any] = {**to_flat(self.task)}
-        if LEGACY_RELU_WIDTH not in field_infos(type(self.model)):  # iclab 0.1's key
-            out[LEGACY_RELU_WIDTH] = out.pop("relu_width", None)
+        model_fields = field_infos(type(self.model))
+        for key in LEGACY_NULL_KEYS:
+            if key not in out and key not in model_fields:
+                out[key] = None
         if self.model_name != DEFAULT_MODEL:
             out[MODEL_KEY] = self.model_name
         out.update(to_flat(self.model))
@@ -102,30 +108,35 @@ class TrainConfig:
 
     @classmethod
     def from_json(cls, data: Any, models: ModelRegistry | None = None,
-                  model_type: type[Model] | None = None) -> TrainConfig:
+                  model_type: type[Model] | None = None,
+                  families: FamilyRegistry | None = None) -> TrainConfig:
         """Parse and check the flat JSON form; ConfigError naming the first bad key/value.
         The model is looked up in ``models`` (default: the built-ins), unless its class is
-        given as ``model_type``."""
+        given as ``model_type``; the family's options in ``families`` (default: the
+        built-ins)."""
         if not isinstance(data, dict):
             raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
         model_name = data.get(MODEL_KEY, DEFAULT_MODEL)
         model_class = model_type or (models or ModelRegistry()).get(model_name)
-        data = _legacy_relu_width(data, model_class)
-        known = {*section_fields(), MODEL_KEY, *field_infos(model_class.options_class)}
-        unknown = sorted(str(key) for key in set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown config keys {unknown} for model {model_name!r}; "
-                              f"allowed: {sorted(known)}")
+        families = families or FamilyRegistry()
+        family = data.get("family", TaskConfig.family)
+        families.check_name(family)
+        model_fields = field_infos(model_class.options_class)
+        task_class = task_section(families, family, model_fields)
+        known = {*field_infos(task_class), *field_infos(OptimConfig), *field_infos(RunConfig),
+                 MODEL_KEY, *model_fields}
+        _unknown_keys(data, known, family, model_name, families)
         try:
             options = from_flat(model_class.options_class, data)
             suggested = model_class.training_defaults(options)
             return cls(
-                task=from_flat(TaskConfig, data, required=("d", "n")),
+                task=from_flat(task_class, data, required=("d", "n")),
                 optim=from_flat(OptimConfig, {**_among(suggested, OptimConfig), **data}),
                 run=from_flat(RunConfig, {**_among(suggested, RunConfig), **data}),
                 model_name=model_name,
                 model=options,
                 model_type=model_class,
+                family_registry=families,
             )
         except TypeError as error:
             raise ConfigError(f"bad config: {error}") from None
@@ -147,26 +158,19 @@ class TrainConfig:
         unless ``model`` changes)."""
         same = changes.get(MODEL_KEY, self.model_name) == self.model_name
         return TrainConfig.from_json({**self.to_json(), **changes},
-                                     model_type=self.model_type if same else None)
+                                     model_type=self.model_type if same else None,
+                                     families=self.family_registry)
 
     # --- what the config describes ---------------------------------------------------------
 
     def make_task(self, families: FamilyRegistry | None = None) -> TaskFamily:
-        """The task family this run trains on. Parameters at their defaults are not passed,
-        so a family that does not take them is not asked to."""
+        """The task family this run trains on, built from ``families`` (default: those the
+        config was read with, else the built-ins) with the options of its task section (a pool
+        of tasks is drawn from the run's seed: docs/theory.md section 15)."""
         t = self.task
-
-        def matrix(value: list[list[float]] | None) -> np.ndarray | None:
-            return None if value is None else np.asarray(value, dtype=np.float64)
-
-        law = {} if t.x_law == DEFAULT_LAW else {"x_law": t.x_law}
-        family = (families or FamilyRegistry()).make_family(
-            t.family, t.d, t.n, float(t.sigma), t.relu_width, matrix(t.cov_x), matrix(t.cov_w),
-            **law, context_correlation=t.context_correlation,
-            context_covariance=matrix(t.context_covariance), sparsity=t.sparsity,
-            tree_depth=t.tree_depth, network_width=t.network_width)
-        pooled: TaskFamily = with_pool(family, t.tasks, t.task_pool, self.run.seed)
-        return pooled  # a pool of tasks: docs/theory.md section 15
+        registry = families or self.family_registry or FamilyRegistry()
+        return registry.build(t.family, t.d, t.n, float(t.sigma), option_values(t),
+                              self.run.seed)
 
     def model_class(self) -> type[Model]:
         """The registered class (resolved when the config was made); it builds
@@ -218,5 +222,6 @@ class TrainConfig:
 
     def checked_task(self, families: FamilyRegistry | None = None) -> TaskFamily:
         """Validate (as ``validate``) and return the task family, built once from
-        ``families`` (default: the built-ins; ``iclab.config.checks``)."""
-        return check_config(self, families or FamilyRegistry())
+        ``families`` (default: those the config was read with, else the built-ins;
+        ``iclab.config.checks``)."""
+        return check_config(self, families or self.family_registry or FamilyRegistry())

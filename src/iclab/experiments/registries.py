@@ -25,8 +25,9 @@ from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.errors import ConfigError
 from iclab.utils.studies import Study, check_studies, installed_studies
 
-CommandFactory = Callable[["Registries"], Any]
-"""registries -> a ``click.Command`` added to the ``iclab`` group."""
+CommandFactory = Callable[["Registries", list[str]], Any]
+"""(registries, the command line's arguments) -> a ``click.Command`` added to the ``iclab``
+group (the arguments tell a command which model's or family's options to offer)."""
 
 
 class Registries:
@@ -48,6 +49,9 @@ class Registries:
         self.theory_modes: list[Any] = []
         self.theory_additions: list[Any] = []
         self.run_outputs: list[RunOutput] = []
+        self.study_references: list[str] = []
+        """The references of the studies added by ``add_study(..., reference)`` (``--study``),
+        which a sweep's workers load too."""
         for study in self.studies:
             self._add_hooks(study)
 
@@ -61,10 +65,13 @@ class Registries:
                                   f"objects, got {output!r}")
             self.run_outputs.append(output)
 
-    def add_study(self, study: Study) -> None:
-        """Add a study to every registry (a user's ``--study FILE.py:STUDY``, or in Python):
-        its name must be new and the studies it requires present."""
+    def add_study(self, study: Study, reference: str | None = None) -> None:
+        """Add a study to every registry (a user's ``--study FILE.py:STUDY``, with its
+        ``reference`` so that a sweep's workers load it too, or in Python): its name must be
+        new and the studies it requires present."""
         self.studies = check_studies((*self.studies, study))
+        if reference is not None:
+            self.study_references.append(reference)
         self.models.add_study(study)
         self.families.add_study(study)
         self.claims.add_study(study)

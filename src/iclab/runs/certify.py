@@ -20,7 +20,8 @@ def certify_run(
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**62:
         raise ConfigError(f"--seed must be an integer from 0 to 2**62, got {seed!r}")
     config, result = read_finished_run(Path(run_dir))
-    if config.task.tasks is not None or config.task.task_pool is not None:
+    task = config.make_task()
+    if getattr(task, "task_pool", None) is not None:
         raise ConfigError("iclab certify's span bound is not attained by a one-layer LSA on a "
                           "task pool (docs/theory.md section 15); the run's result.json "
                           "compares it with the pool's exact optimum, loss_star")
@@ -29,7 +30,6 @@ def certify_run(
         raise ConfigError(f"the span optimum is limited to d <= {MAX_D}; the run has "
                           f"d = {config.task.d}")
     check_prompt_counts(config.task.d, fit_prompts, test_prompts, query_cubic, config.task.n)
-    task = config.make_task()
     model = load_trained_model(run_dir, config, result=result)
     report = certify_model(model, task, result, fit_prompts, test_prompts, seed, query_cubic)
     return {"run": str(run_dir), "family": config.task.family, **report}

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from iclab.config.sections import DEFAULT_MODEL, MODEL_KEY
 from iclab.config.train import TrainConfig
 from iclab.models.base import Model
 from iclab.models.registry import ModelRegistry
@@ -58,7 +59,8 @@ def _check_out_path(path: Path) -> Path:
     return path
 
 
-def prepare_run_dir(config: TrainConfig, out_dir: Path, restart: bool = False) -> bool:
+def prepare_run_dir(config: TrainConfig, out_dir: Path, restart: bool = False,
+                    families: FamilyRegistry | None = None) -> bool:
     """Create ``out_dir`` with config.json, or check it holds this config. True if finished.
 
     ``restart`` removes the run's own files first (a damaged checkpoint, say), and lets this
@@ -67,7 +69,7 @@ def prepare_run_dir(config: TrainConfig, out_dir: Path, restart: bool = False) -
     folder = RunFolder(out_dir)
     try:
         if folder.config.exists():
-            return _reuse_run_dir(config, folder, restart)
+            return _reuse_run_dir(config, folder, restart, families)
         if out_dir.exists() and any(out_dir.iterdir()):
             raise ConfigError(f"{out_dir} exists, is not empty and holds no iclab {CONFIG}")
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -78,10 +80,14 @@ def prepare_run_dir(config: TrainConfig, out_dir: Path, restart: bool = False) -
     return False
 
 
-def _reuse_run_dir(config: TrainConfig, folder: RunFolder, restart: bool) -> bool:
+def _reuse_run_dir(config: TrainConfig, folder: RunFolder, restart: bool,
+                   families: FamilyRegistry | None) -> bool:
     try:
         existing = folder.read_object(CONFIG)
-        same = TrainConfig.from_json(existing).to_json() == config.to_json()
+        model = existing.get(MODEL_KEY, DEFAULT_MODEL) if isinstance(existing, dict) else None
+        same = TrainConfig.from_json(
+            existing, model_type=config.model_type if model == config.model_name else None,
+            families=families).to_json() == config.to_json()
     except ConfigError:
         if not restart:
             raise
@@ -117,7 +123,8 @@ def read_finished_run(run_dir: Path, models: ModelRegistry | None = None,
     if not folder.config.is_file() or not folder.result.is_file():
         raise ConfigError(f"{folder.path} is not a finished iclab run (needs {CONFIG} and "
                           f"{RESULT})")
-    config = TrainConfig.from_json(folder.read_object(CONFIG), models).validate(families)
+    config = TrainConfig.from_json(folder.read_object(CONFIG), models,
+                                   families=families).validate(families)
     return config, folder.read_result(RESULT_KEYS, config.hash())
 
 

@@ -19,8 +19,10 @@ import torch
 from iclab.analysis.depth_verdict import judge_depth
 from iclab.analysis.evaluate import evaluate
 from iclab.analysis.verdict import judge
+from iclab.config.task_section import option_values
 from iclab.config.train import TrainConfig
 from iclab.models.probe import is_builtin
+from iclab.models.registry import ModelRegistry
 from iclab.runs.folder import check_out_dir, prepare_run_dir, read_result
 from iclab.runs.outputs import RunOutput
 from iclab.tasks.registry import FamilyRegistry
@@ -28,6 +30,7 @@ from iclab.training.loop import TrainingDivergedError, fit, resolve_device
 from iclab.training.run_folder import RunFolder
 from iclab.utils.errors import ConfigError
 from iclab.utils.plugins import is_plugin_reference
+from iclab.utils.studies import Study, check_studies, installed_studies, load_study
 
 
 class RunRegistries(Protocol):
@@ -57,13 +60,10 @@ def run_training(
     called once, on two prompts), the device and the folder itself. The family is built once.
     """
     path = check_out_dir(out_dir)
-    if registries is None:
-        from iclab.utils.studies import installed_studies
-
-        registries = _Builtins(installed_studies())
+    registries = registries or run_registries()
     task = config.checked_task(registries.families)
     resolve_device(config.run.device)
-    if prepare_run_dir(config, path, restart):
+    if prepare_run_dir(config, path, restart, registries.families):
         return read_result(path, config=config)
     pool = getattr(task, "task_pool", None)
     if pool is not None:  # the tasks of a pooled run, beside its config
@@ -106,18 +106,27 @@ def run_training(
 
 
 class _Builtins:
-    """The core's and the installed studies' families and run outputs, for a caller that
-    gives no registries."""
+    """The models, families and run outputs of the core and of ``studies``."""
 
-    def __init__(self, studies: Sequence[Any]) -> None:
+    def __init__(self, studies: Sequence[Study]) -> None:
+        self.models = ModelRegistry(studies=studies)
         self.families = FamilyRegistry(studies=studies)
         self.run_outputs = [output for study in studies for output in study.run_outputs()]
+
+
+def run_registries(study_references: Sequence[str] = ()) -> _Builtins:
+    """The registries of a run made outside a command (a sweep's worker, a caller that gives
+    none): the core's, every installed study's and those of the studies named by reference
+    (``FILE.py:STUDY``, ``MODULE:STUDY``)."""
+    studies = check_studies((*installed_studies(),
+                             *(load_study(reference) for reference in study_references)))
+    return _Builtins(studies)
 
 
 def _uses_plugins(config: TrainConfig, families: FamilyRegistry) -> bool:
     """Whether the run's model, family or covariate law is a user's plug-in."""
     return (not is_builtin(config.model_class()) or families.is_plugin(config.task.family)
-            or is_plugin_reference(config.task.x_law))
+            or any(is_plugin_reference(value) for value in option_values(config.task).values()))
 
 
 @contextmanager

@@ -53,7 +53,7 @@ class TaskFamily(Protocol):
     Optional, asked with ``getattr``: ``covariate_law`` (not None for a linear task whose
     covariates have another law or correlated positions; the family then also has
     ``sigma_x``, ``sigma_w``, ``correlated`` and ``position_covariance``, and its optimum is
-    ``iclab.theory.covariate_optimum``'s, docs/theory.md sections 11 and 12).
+    ``iclab.studies.covariates.optimum``'s, docs/theory.md sections 11 and 12).
     """
 
     @property

@@ -72,3 +72,11 @@ def load_covariance(path: str | Path, d: int) -> np.ndarray:
 def covariance_or_identity(matrix: np.ndarray | None, d: int) -> np.ndarray:
     """A task's covariance as a float64 (d, d) array: ``matrix``, or I_d where it is None."""
     return np.eye(d) if matrix is None else matrix
+
+
+def symmetric_sqrt(matrix: np.ndarray) -> np.ndarray:
+    """The symmetric positive square root of a symmetric positive-definite (k, k) matrix."""
+    values, vectors = np.linalg.eigh(matrix)
+    root: np.ndarray = (vectors * np.sqrt(values)) @ vectors.T
+    symmetric: np.ndarray = (root + root.T) / 2
+    return symmetric

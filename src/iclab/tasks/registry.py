@@ -1,13 +1,13 @@
 """Task families by name: one registry object holding the built-in families and the user's.
 
-The core's families register exactly as a user's family does (``register_builtin_families``):
-``linear-gaussian`` (Sigma_x, Sigma_w from ``cov_x``/``cov_w``; the covariates' law
-``x_law`` and correlated contexts ``context_correlation``/``context_covariance``, see
-``iclab.tasks.linear_law``), ``relu``, ``two-layer-relu`` (``relu_width``, default 8;
-``make_family``'s ``width``) and ``anisotropic`` (see ``iclab.tasks.nonlinear``); so do the
-families of every study (Garg et al.'s ``sparse-linear``, ``decision-tree`` and
-``relu-network``: ``iclab.studies.garg``), through the study's declaration
-(``iclab.utils.studies``).
+The core's families register exactly as a user's family does (``core_families`` in
+``iclab.tasks.family_entry``): ``linear-gaussian`` (``cov_x``, ``cov_w``), ``relu``,
+``two-layer-relu`` (``width``, default 8) and ``anisotropic``; so do the families of every
+study (Garg et al.'s ``sparse-linear``, ``decision-tree`` and ``relu-network``:
+``iclab.studies.garg``) and the extensions studies add to families (the covariates study's
+``x_law`` and correlated contexts, the pool study's task pools, on ``linear-gaussian``),
+through the study's declaration (``iclab.utils.studies``). Each family and extension declares
+its options (``FamilyEntry.options_class``, ``FamilyExtension.options_class``).
 
 A user adds a family with a function that draws f's values on given inputs,
 
@@ -19,31 +19,29 @@ either in Python, ``registry = FamilyRegistry(); registry.register_family("cubic
 then ``registry.make_family("cubic", d, n, sigma)``, or from the command line as
 ``--family my_module:draw`` (importable, or a file my_module.py in the working directory) or
 ``--family path/to/file.py:draw``; ``rotation_invariant = True`` and ``sign_symmetric = True``
-attributes on the function declare those properties of f's law. No registry is global: a
-``FamilyRegistry`` is an ordinary object the caller owns.
+attributes on the function declare those properties of f's law. A family with options is a
+``FamilyEntry`` with an ``options_class`` (``registry.register(entry)``). No registry is
+global: a ``FamilyRegistry`` is an ordinary object the caller owns.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from iclab.tasks.base import TaskFamily, check_scalars
-from iclab.tasks.covariate_laws import DEFAULT_LAW, allowed_laws
-from iclab.tasks.linear_law import linear_family
-from iclab.tasks.nonlinear import (
-    DEFAULT_WIDTH,
-    DrawFunction,
-    FunctionTask,
-    ReluTask,
-    TwoLayerReluTask,
-    anisotropic_task,
+from iclab.tasks.family_entry import (
+    FamilyEntry,
+    FamilyExtension,
+    check_options_class,
+    core_families,
 )
+from iclab.tasks.nonlinear import DrawFunction, FunctionTask
 from iclab.utils.errors import ConfigError
+from iclab.utils.fields import field_infos, validate
 from iclab.utils.plugins import is_plugin_reference, load_plugin
 from iclab.utils.studies import Study, installed_studies
 
@@ -53,26 +51,7 @@ FAMILY_NAMES = ("linear-gaussian", "relu", "two-layer-relu", "anisotropic")
 Family = TaskFamily
 """Every task family ``make_family`` returns (kept as a name for older imports)."""
 
-FamilyBuilder = Callable[..., TaskFamily]
-"""(d, n, sigma, **parameters) -> a family; parameters are the entry's declared ones."""
-
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
-
-
-@dataclass(frozen=True)
-class FamilyEntry:
-    """A registered family: how to build it and which parameters it takes.
-
-    parameters: name -> help text (every other parameter is refused for this family);
-    description: one line for ``iclab families``; plugin: whether the family is a user's
-    draw function (whose failures are held to one line naming it as a plug-in).
-    """
-
-    name: str
-    build: FamilyBuilder
-    description: str
-    parameters: dict[str, str] = field(default_factory=dict)
-    plugin: bool = False
 
 
 def _check_name(name: Any) -> str:
@@ -85,7 +64,7 @@ def _check_name(name: Any) -> str:
 
 def _function_entry(name: str, draw: DrawFunction, rotation_invariant: bool,
                     sign_symmetric: bool) -> FamilyEntry:
-    def build(d: int, n: int, sigma: float) -> TaskFamily:
+    def build(d: int, n: int, sigma: float, options: Any) -> TaskFamily:
         return FunctionTask(d, n, sigma, draw, name, rotation_invariant, sign_symmetric)
 
     kind = "rotation-invariant " if rotation_invariant else ""
@@ -109,18 +88,44 @@ class FamilyRegistry:
 
     def __init__(self, builtins: bool = True, studies: Sequence[Study] | None = None) -> None:
         self._entries: dict[str, FamilyEntry] = {}
+        self._extensions: list[FamilyExtension] = []
         if builtins:
             register_builtin_families(self)
             for study in installed_studies() if studies is None else studies:
                 self.add_study(study)
 
     def add_study(self, study: Study) -> None:
-        """Register the families ``study`` declares (``Study.families``)."""
+        """Register the families and the extensions ``study`` declares (``Study.families``,
+        ``Study.family_extensions``)."""
         for entry in study.families():
             if not isinstance(entry, FamilyEntry):
                 raise ConfigError(f"study {study.name!r}: families must be FamilyEntry "
                                   f"objects, got {entry!r}")
             self.register(entry)
+        for extension in study.family_extensions():
+            if not isinstance(extension, FamilyExtension):
+                raise ConfigError(f"study {study.name!r}: family_extensions must be "
+                                  f"FamilyExtension objects, got {extension!r}")
+            self.extend(extension)
+
+    def extend(self, extension: FamilyExtension) -> None:
+        """Add an extension: its options join those of the families it names."""
+        check_options_class(extension.options_class, f"family extension {extension.name!r}")
+        self._extensions.append(extension)
+
+    def extensions_of(self, name: str) -> tuple[FamilyExtension, ...]:
+        """The extensions of the family ``name``, in registration order."""
+        return tuple(e for e in self._extensions if name in e.families)
+
+    def option_owners(self, name: str) -> tuple[type, ...]:
+        """The options classes of the family ``name``: its own, then its extensions'."""
+        return (self.entry(name).options_class,
+                *(e.options_class for e in self.extensions_of(name)))
+
+    def takers(self, option: str) -> list[str]:
+        """The registered families that declare an option called ``option``."""
+        return [name for name in self._entries
+                if any(option in field_infos(cls) for cls in self.option_owners(name))]
 
     def is_plugin(self, name: str) -> bool:
         """Whether the family ``name`` is a user's draw function (registered or by
@@ -141,8 +146,9 @@ class FamilyRegistry:
         return ", ".join((*self._entries, "MODULE:FUNCTION", "FILE.py:FUNCTION"))
 
     def register(self, entry: FamilyEntry) -> None:
-        """Add a family; its name must be new."""
+        """Add a family; its name must be new and its options declared with defaults."""
         _check_name(entry.name)
+        check_options_class(entry.options_class, f"family {entry.name!r}")
         if entry.name in self._entries:
             raise ConfigError(f"family {entry.name!r} already exists; pick another name")
         self._entries[entry.name] = entry
@@ -175,6 +181,23 @@ class FamilyRegistry:
                                           and not is_plugin_reference(name)):
             raise ConfigError(f"unknown family {name!r}; allowed: {self.allowed()}")
 
+    def build(self, name: str, d: int, n: int, sigma: float, options: dict[str, Any],
+              seed: int = 0) -> TaskFamily:
+        """The family ``name`` at (d, n, sigma) from the values of its own and its extensions'
+        declared options (``options``: option name -> value; missing ones at their defaults;
+        each checked against its declaration), ``seed`` for what an extension draws once (a
+        task pool)."""
+        entry = self.entry(name)
+        check_scalars(d, n, sigma)
+        made = []
+        for cls in self.option_owners(name):
+            made.append(cls(**{key: options[key] for key in field_infos(cls) if key in options}))
+            validate(made[-1])
+        family = entry.build(d, n, float(sigma), made[0])
+        for extension, values in zip(self.extensions_of(name), made[1:], strict=True):
+            family = extension.apply(family, values, made[0], seed)
+        return family
+
     def make_family(
         self,
         name: str,
@@ -184,57 +207,29 @@ class FamilyRegistry:
         width: int | None = None,
         cov_x: np.ndarray | None = None,
         cov_w: np.ndarray | None = None,
+        seed: int = 0,
         **parameters: Any,
     ) -> TaskFamily:
-        """The family ``name`` at (d, n, sigma) with its parameters (None = not given); a
-        parameter the family does not declare is refused with one line."""
-        entry = self.entry(name)
+        """The family ``name`` at (d, n, sigma) with its options as keywords (None = not
+        given; matrices as arrays; ``width`` the two-layer-relu family's); an option the
+        family does not declare is refused with one line."""
         given = {key: value for key, value in
-                 {"relu_width": width, "cov_x": cov_x, "cov_w": cov_w, **parameters}.items()
+                 {"width": width, "cov_x": cov_x, "cov_w": cov_w, **parameters}.items()
                  if value is not None}
+        declared = {key for cls in self.option_owners(name) for key in field_infos(cls)}
         for key in given:
-            if key not in entry.parameters:
-                takers = [e.name for e in self._entries.values() if key in e.parameters]
+            if key not in declared:
+                takers = self.takers(key)
                 where = f"family {' or '.join(takers)}" if takers else "no family"
                 raise ConfigError(f"{key} applies only to {where}, not {name!r}")
-        check_scalars(d, n, sigma)
-        return entry.build(d, n, float(sigma), **given)
+        values = {key: value.tolist() if isinstance(value, np.ndarray) else value
+                  for key, value in given.items()}
+        return self.build(name, d, n, sigma, values, seed)
 
 
 def register_builtin_families(registry: FamilyRegistry) -> None:
     """Register the core's families on ``registry``, exactly as a user registers theirs."""
-
-    def linear_gaussian(d: int, n: int, sigma: float, cov_x: np.ndarray | None = None,
-                        cov_w: np.ndarray | None = None, x_law: str = DEFAULT_LAW,
-                        context_correlation: float | None = None,
-                        context_covariance: np.ndarray | None = None) -> TaskFamily:
-        return linear_family(d, n, sigma, cov_x, cov_w, x_law, context_correlation,
-                             context_covariance)
-
-    def two_layer(d: int, n: int, sigma: float, relu_width: int = DEFAULT_WIDTH) -> TaskFamily:
-        return TwoLayerReluTask(d, n, sigma, relu_width)
-
-    linear = {
-        "cov_x": "Sigma_x, a (d, d) positive-definite matrix (default I)",
-        "cov_w": "Sigma_w, a (d, d) positive-definite matrix (default I)",
-        "x_law": f"law of x = Sigma_x^(1/2) z, z's coordinates iid standardised: "
-                 f"{allowed_laws()} (default {DEFAULT_LAW})",
-        "context_correlation": "AR(1) correlation rho in (-1, 1) between a prompt's "
-                               "positions, the query last (Gaussian x)",
-        "context_covariance": "R, the (n+1, n+1) positive-definite covariance of a prompt's "
-                              "positions, the query last (Gaussian x)",
-    }
-    for entry in (
-        FamilyEntry("linear-gaussian", linear_gaussian,
-                    "x = Sigma_x^(1/2) z (z Gaussian by default), f(x) = w^T x with "
-                    "w ~ N(0, Sigma_w)", linear),
-        FamilyEntry("relu", ReluTask, "x ~ N(0, I), f(x) = relu(u^T x), u uniform on the sphere"),
-        FamilyEntry("two-layer-relu", two_layer,
-                    "x ~ N(0, I), f(x) = a^T relu(W x) / sqrt(m), Gaussian W and a",
-                    {"relu_width": f"hidden width m >= 1 (default {DEFAULT_WIDTH})"}),
-        FamilyEntry("anisotropic", anisotropic_task,
-                    "control: x ~ N(0, I), w ~ N(0, diag(1/4 .. 4)), not rotation-invariant"),
-    ):
+    for entry in core_families():
         registry.register(entry)
 
 

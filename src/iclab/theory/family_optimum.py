@@ -8,7 +8,7 @@
 - a user family declared rotation-invariant: eta and L* by the Monte Carlo ratio estimate.
 - any other user family: the span optimum by least squares (``iclab.theory.span``).
 - a linear family that declares a ``covariate_law`` (a non-Gaussian law of the covariates or
-  correlated contexts, ``iclab.tasks.linear_law``): ``iclab.theory.covariate_optimum``, closed
+  correlated contexts, the covariates study): the family's own optimum (``own_optimum``), closed
   form for product laws with a known fourth moment and for correlated Gaussian contexts (with
   the effective context length n_eff), Monte Carlo over the covariates otherwise
   (docs/theory.md sections 11 and 12).
@@ -21,13 +21,12 @@ relu), the span optimum for Gaussian ones, the fourth-moment estimate for covari
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from iclab.tasks.base import TaskFamily
 from iclab.theory.bayes import bayes_risk
-from iclab.theory.covariate_optimum import LawTask, covariate_optimum
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.theory.optimum import CLOSED_FORM, MONTE_CARLO, FamilyOptimum
 from iclab.theory.rotation_invariant import (
@@ -91,12 +90,12 @@ def family_optimum(
     precision: the Monte Carlo ratio estimate stops once stderr(eta) <= precision * eta;
     bayes: also estimate the Bayes risk (linear Gaussian families only) from ``bayes_prompts``;
     ``precision`` and ``bayes`` do not apply to covariate laws (their Monte Carlo uses a fixed
-    number of draws, ``iclab.theory.covariate_optimum.DEFAULT_DRAWS``).
+    number of draws, ``iclab.studies.covariates.optimum.DEFAULT_DRAWS``).
     """
     d, n, sigma = task.d, task.n, float(task.sigma)
-    if getattr(task, "covariate_law", None) is not None:
-        return covariate_optimum(cast(LawTask, task), monte_carlo=monte_carlo,
-                                 seed=seed).as_family_optimum()
+    if getattr(task, "covariate_law", None) is not None:  # the family's own optimum
+        own: FamilyOptimum = task.own_optimum(monte_carlo, seed)  # type: ignore[attr-defined]
+        return own
     if task.gaussian:
         optimum = _gaussian(task, monte_carlo, seed)
         if not bayes:

@@ -1,6 +1,6 @@
 """``FamilyOptimum``: the optimal one-layer LSA of a task family, however it was computed.
 
-Every route to an optimum (``iclab.theory.family_optimum``, ``iclab.theory.covariate_optimum``)
+Every route to an optimum (``iclab.theory.family_optimum``, ``iclab.studies.covariates.optimum``)
 returns this one record, so the CLI, the evaluation and the report read a single shape.
 """
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import torch
 
+from iclab.config.curriculum import Curriculum, curriculum_prompts
 from iclab.models.base import Model
 from iclab.tasks.base import TaskFamily
-from iclab.tasks.garg.curriculum import Curriculum, curriculum_prompts
 from iclab.utils.batches import STATISTICS_SAMPLERS, Prompts, shared_statistics_kind
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
@@ -60,7 +60,7 @@ def make_objective(
     ``pretrain_prompts`` = P (prompts sampler): a fixed set of P prompts drawn once from the
     "pretrain" stream; each step takes ``batch`` of them without replacement (all of them when
     batch >= P). With a ``curriculum`` (prompts only, not with a fixed set), step s's prompts
-    have its effective d and n (``iclab.tasks.garg.curriculum``)."""
+    have its effective d and n (``iclab.config.curriculum``)."""
     if sampler == "statistics":
         kind = shared_statistics_kind(task, model)
         if kind is None:

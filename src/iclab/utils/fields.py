@@ -17,6 +17,7 @@ import dataclasses
 import math
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,8 @@ class FieldInfo:
     minimum / maximum: inclusive bounds, or exclusive ones with ``strict``; choices: the
     allowed strings; omit_default: left out of the config's JSON form while at its default
     (fields added after version 0.1, so older run folders keep their config hash); cli: shown
-    as a command-line option.
+    as a command-line option; load: for a matrix, (path, d, n) -> the checked matrix read
+    from the .npy file given on the command line.
     """
 
     help: str
@@ -50,6 +52,7 @@ class FieldInfo:
     choices: tuple[str, ...] | None = None
     omit_default: bool = False
     cli: bool = True
+    load: Callable[[str, int, int], Any] | None = None
 
 
 def setting(
@@ -62,10 +65,11 @@ def setting(
     choices: tuple[str, ...] | None = None,
     omit_default: bool = False,
     cli: bool = True,
+    load: Callable[[str, int, int], Any] | None = None,
 ) -> Any:
     """A dataclass field with its declaration; the kind is read from the annotation."""
     info = {"minimum": minimum, "maximum": maximum, "strict": strict, "choices": choices,
-            "omit_default": omit_default, "cli": cli, "help": help}
+            "omit_default": omit_default, "cli": cli, "help": help, "load": load}
     return dataclasses.field(default=default, metadata={"iclab": info})
 
 

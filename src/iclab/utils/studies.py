@@ -49,9 +49,12 @@ class Study:
     a registry asks for it:
 
     - ``models``: ``iclab.models.Model`` subclasses (``ModelRegistry``);
-    - ``families``: ``iclab.tasks.registry.FamilyEntry`` objects (``FamilyRegistry``);
+    - ``families``: ``iclab.tasks.family_entry.FamilyEntry`` objects (``FamilyRegistry``);
+    - ``family_extensions``: ``iclab.tasks.family_entry.FamilyExtension`` objects: options a
+      study adds to some families (``FamilyRegistry``);
     - ``claim_kinds``: ``ClaimKind`` instances (``ClaimRegistry``);
-    - ``commands``: functions ``registries -> click.Command`` (the ``iclab`` group);
+    - ``commands``: functions ``(registries, args) -> click.Command`` (the ``iclab`` group;
+      ``args``: the command line, to offer the options of the model or family it names);
     - ``theory_modes``: ``iclab.cli.theory.modes.TheoryMode`` objects (``iclab theory``);
     - ``theory_additions``: ``iclab.cli.theory.modes.TheoryAddition`` objects (rows added to
       the one-layer optimum's output of ``iclab theory``);
@@ -64,6 +67,7 @@ class Study:
     requires: tuple[str, ...] = ()
     models: Callable[[], Sequence[Any]] = field(default=_none, compare=False)
     families: Callable[[], Sequence[Any]] = field(default=_none, compare=False)
+    family_extensions: Callable[[], Sequence[Any]] = field(default=_none, compare=False)
     claim_kinds: Callable[[], Sequence[Any]] = field(default=_none, compare=False)
     commands: Callable[[], Sequence[Any]] = field(default=_none, compare=False)
     theory_modes: Callable[[], Sequence[Any]] = field(default=_none, compare=False)

@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from iclab.analysis.pool import evaluate_pool
 from iclab.cli.main import main
 from iclab.models.lsa.layer import LinearSelfAttention
+from iclab.studies.pool.evaluate import evaluate_pool
+from iclab.studies.pool.family import with_pool
+from iclab.studies.pool.loss import PoolLoss
+from iclab.studies.pool.optimum import pool_optimum
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.pool import with_pool
-from iclab.theory.pool import PoolLoss, pool_optimum
 
 
 def lsa_with(u: np.ndarray, M: np.ndarray) -> LinearSelfAttention:

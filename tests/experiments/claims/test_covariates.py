@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from iclab.experiments.claims.covariates import gap_holds
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.results import RunRecord
 from iclab.experiments.specs.spec import Spec, builtin_spec, parse_spec
+from iclab.studies.covariates.claims import gap_holds
 from iclab.utils.errors import ConfigError
 
 MU4 = {"gaussian": 3.0, "uniform": 9 / 5, "rademacher": 1.0, "laplace": 6.0}

@@ -9,7 +9,7 @@ import pytest
 
 from iclab.experiments.claims.kind import Claim
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
-from iclab.experiments.claims.theorems import distance_from_multiple
+from iclab.experiments.claims.targets import distance_from_multiple
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.results import RunRecord
 from iclab.experiments.specs.spec import Spec, parse_spec

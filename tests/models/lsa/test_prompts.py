@@ -8,7 +8,7 @@ import torch
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.lsa.options import LSAOptions
 from iclab.models.lsa.prompts import batch_inner, prompts_prediction
-from iclab.tasks.linear_law import LinearLawTask
+from iclab.studies.covariates.linear_law import LinearLawTask
 from iclab.tasks.nonlinear import ReluTask
 from iclab.utils.batches import Prompts
 from iclab.utils.seeding import make_generator

@@ -192,7 +192,8 @@ def test_reproduce_has_a_shift_section(name: str) -> None:
     assert {c.parameters["shift"] for c in shift if c.parameters.get("measure") ==
             "ratio-grows"} == {"x-scale"}
     measured = [m for m in spec.measurements if m.section == "Shift"]
-    assert {m.parameters["shift"] for m in measured} == {"query-scale", "w-scale", "w-mean", "x-scale"}
+    assert {m.parameters["shift"] for m in measured} == {"query-scale", "w-scale", "w-mean",
+                                                        "x-scale"}
     assert all(m.groups == ("shift-lsa", "shift-softmax") for m in measured)
     assert not any("descriptive" in (c.statement or "") for c in spec.claims)
     for c in shift:  # values on both sides of the training value

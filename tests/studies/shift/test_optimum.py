@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from iclab.studies.covariates.linear_law import linear_family
 from iclab.studies.shift.optimum import shifted_optimum_rows
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.linear_law import linear_family
 from iclab.utils.errors import ConfigError
 
 

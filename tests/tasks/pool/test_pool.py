@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iclab.config.train import TrainConfig
+from iclab.studies.pool.family import with_pool
+from iclab.studies.pool.pool import check_pool, draw_pool
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.tasks.pool import check_pool, draw_pool, with_pool
 from iclab.utils.errors import ConfigError
 
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from iclab.theory.pool import PoolLoss, pool_optimum
+from iclab.studies.pool.loss import PoolLoss
+from iclab.studies.pool.optimum import pool_optimum
 
 
 def monte_carlo_loss(pool: np.ndarray, u: np.ndarray, M: np.ndarray, n: int, sigma: float,

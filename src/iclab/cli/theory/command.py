@@ -9,22 +9,19 @@ from typing import Any
 import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
-from iclab.cli.theory.pool import pool_theory
+from iclab.cli.run_options import run_sections
 from iclab.config.sections import RunConfig, TaskConfig
-from iclab.config.train import TrainConfig
+from iclab.config.task_section import option_values, task_section
 from iclab.experiments.registries import Registries
 from iclab.tasks.base import TaskFamily
-from iclab.tasks.covariance import load_covariance
 from iclab.tasks.registry import FamilyRegistry
 from iclab.theory.bayes import check_bayes_prompts
 from iclab.theory.depth.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
 from iclab.theory.family_optimum import FamilyOptimum, family_optimum
 from iclab.theory.rotation_invariant import DEFAULT_PRECISION
 from iclab.utils.errors import ConfigError
-from iclab.utils.fields import check_value, coerce, field_infos, validate
+from iclab.utils.fields import FieldInfo, check_value, coerce, field_infos, validate
 
-MATRICES = ("cov_x", "cov_w", "context_covariance")
-"""The task's matrix options, read from .npy files: (d, d), (d, d) and (n+1, n+1)."""
 MIN_PRECISION, MAX_PRECISION = 1e-6, 0.5
 
 
@@ -77,32 +74,41 @@ def format_steps(steps: MultiStepOptimum) -> str:
     ])
 
 
-def task_of(given: dict[str, Any], families: FamilyRegistry) -> tuple[TaskConfig, TaskFamily]:
-    """The task's declared fields (those given; the rest at their declared defaults) and the
-    family they make, built once. d, n, sigma and relu_width are checked against their declared
-    bounds (those of iclab train) and the family's name and files' applicability before any
-    .npy file is read; the family checks its own parameters (x_law, context_correlation)."""
-    infos = field_infos(TaskConfig)
+def task_of(given: dict[str, Any], families: FamilyRegistry,
+            seed: int = 0) -> tuple[TaskConfig, TaskFamily]:
+    """The task section of the given options (the rest at their declared defaults) and the
+    family it makes, built once. Every scalar option is checked against its declaration (those
+    of iclab train) and its owner (an option of another family is refused with one line naming
+    it) before any .npy file is read; the family checks its own options when built."""
     for name in ("d", "n"):
         if name not in given:
             raise ConfigError(f"{flag_name(name)} is required")
-    for name in ("d", "n", "sigma", "relu_width"):
-        if name in given:
-            check_value(name, given[name], infos[name][1])
     family = given.get("family", TaskConfig.family)
     families.check_name(family)
-    files = [key for key in MATRICES if key in given]
-    if files and family != "linear-gaussian":
-        verb = "applies" if len(files) == 1 else "apply"
-        raise ConfigError(f"{'/'.join(flag_name(key) for key in files)} {verb} only to "
-                          f"--family linear-gaussian, not {family!r}")
-    sizes = {"cov_x": given["d"], "cov_w": given["d"], "context_covariance": given["n"] + 1}
-    fields = {**given, **{key: load_covariance(given[key], sizes[key]).tolist()
-                          for key in files}}
-    config = TaskConfig(**{key: coerce(value, infos[key][1]) for key, value in fields.items()})
-    task = TrainConfig(task=config).make_task(families)
+    task_class = task_section(families, family)
+    infos = {name: info for name, (_, info) in field_infos(task_class).items()}
+    for name in given:
+        if name not in infos:
+            takers = families.takers(name)
+            where = f"family {' or '.join(takers)}" if takers else "no family"
+            raise ConfigError(f"{flag_name(name)} applies only to {where}, not {family!r}")
+    scalars = {key: coerce(value, infos[key]) for key, value in given.items()
+               if infos[key].kind != "matrix"}
+    for key, value in scalars.items():
+        check_value(key, value, infos[key])
+    matrices = {key: _loaded(infos[key], path, scalars["d"], scalars["n"])
+                for key, path in given.items() if infos[key].kind == "matrix"}
+    config = task_class(**scalars, **matrices)
     validate(config)
+    task = families.build(family, config.d, config.n, float(config.sigma),
+                          option_values(config), seed)
     return config, task
+
+
+def _loaded(info: FieldInfo, path: str, d: int, n: int) -> Any:
+    if info.load is None:
+        raise ConfigError(f"{path}: this matrix option declares no loader")
+    return info.load(path, d, n).tolist()
 
 
 def _check_numbers(values: dict[str, Any]) -> None:
@@ -146,10 +152,8 @@ def theory_command(
     requests = [(addition, addition.take(task_options))
                 for addition in registries.theory_additions]
     requests = [(addition, request) for addition, request in requests if request is not None]
-    if task_options.get("task_pool") is not None or task_options.get("tasks") is not None:
-        return pool_theory(task_options, seed, as_json)  # a finite pool: docs/theory.md s. 15
     given = {key: value for key, value in task_options.items() if value is not None}
-    config, task = task_of(given, registries.families)
+    config, task = task_of(given, registries.families, seed)
     d, n, sigma = config.d, config.n, config.sigma
     for addition, request in requests:
         addition.check(request, task)  # before any work
@@ -168,13 +172,8 @@ def theory_command(
             click.echo(text)
         return
     record: dict[str, Any] = {"family": config.family, "d": d, "n": n, "sigma": sigma}
-    if config.family == "two-layer-relu":
-        record["width"] = getattr(task, "width", None)
-    if config.cov_x is not None or config.cov_w is not None:
-        record["cov_x"], record["cov_w"] = config.cov_x, config.cov_w
-    record.update({key: given[key] for key in ("x_law", "context_correlation") if key in given})
-    if config.context_covariance is not None:
-        record["context_covariance"] = config.context_covariance
+    record.update({key: value for key, value in option_values(config).items()
+                   if key in given})  # the family's options as given
     record.update(optimum.to_json())
     if steps is not None:
         record.update(steps.to_json())
@@ -183,12 +182,14 @@ def theory_command(
     click.echo(json.dumps(record, allow_nan=False))
 
 
-def make_theory_command(registries: Registries) -> click.Command:
+def make_theory_command(registries: Registries, family: str | None = None) -> click.Command:
     """The ``theory`` command: the task's options generated from its declared fields
     (``iclab.config.train.TaskConfig``, as ``iclab train``), then the theory's own, then
     those of the studies' modes (``registries.theory_modes``)."""
+    visible, hidden = run_sections(registries, "", family, fixed=False)
     options = [
-        *declared_options([(TaskConfig, "")]),
+        *declared_options(visible),
+        *declared_options(hidden, hidden=True, skip=visible),
         click.option("--monte-carlo", is_flag=True,
                      help="Estimate by Monte Carlo even where a closed form exists."),
         click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclab.config.task_section import option_values
 from iclab.config.train import TrainConfig
 from iclab.tasks.base import TaskFamily
 
@@ -46,7 +47,8 @@ def _identity(matrix: list[list[float]] | None, multiple: bool = False) -> bool:
 
 
 def _pooled(config: TrainConfig) -> bool:
-    return config.task.tasks is not None or config.task.task_pool is not None
+    values = option_values(config.task)
+    return values.get("tasks") is not None or values.get("task_pool") is not None
 
 
 def _option(config: TrainConfig, name: str) -> object:
@@ -62,15 +64,16 @@ GAUSSIAN = Need("a linear Gaussian family (linear-gaussian or anisotropic, Gauss
                 "independent contexts, fresh tasks, no pool)",
                 lambda config, task: bool(task.gaussian))
 ISOTROPIC = Need("Sigma_x = Sigma_w = I (the theory compared is the isotropic one)",
-                 lambda config, task: _identity(config.task.cov_x)
-                 and _identity(config.task.cov_w))
+                 lambda config, task: _identity(option_values(config.task).get("cov_x"))
+                 and _identity(option_values(config.task).get("cov_w")))
 POOL = Need("a task pool (tasks or task_pool)", lambda config, task: _pooled(config))
 NOISE = Need("sigma > 0 (a positive Bayes loss to divide by)",
              lambda config, task: config.task.sigma > 0)
 N_AT_LEAST_2D = Need("n >= 2d (its comparisons start at k = 2d)",
                      lambda config, task: config.task.n >= 2 * config.task.d)
 CORRELATED = Need("context_correlation set (AR(1) correlated contexts)",
-                  lambda config, task: config.task.context_correlation is not None)
+                  lambda config, task: option_values(config.task).get("context_correlation")
+                  is not None)
 DEEP = Need("an L-layer lsa (layers > 1, parameterisation sparse or looped)",
             lambda config, task: config.depth() is not None)
 SPARSE = Need("an L-layer lsa with parameterisation sparse (its learned per-layer steps)",
@@ -85,6 +88,6 @@ MERGED = Need("kq merged (one d x d matrix per head)",
               lambda config, task: _option(config, "kq") == "merged")
 WHITE = Need("Sigma_x and Sigma_w multiples of I and normalise off (the analytic drop time "
              "applies there only)",
-             lambda config, task: _identity(config.task.cov_x, multiple=True)
-             and _identity(config.task.cov_w, multiple=True)
+             lambda config, task: _identity(option_values(config.task).get("cov_x"), multiple=True)
+             and _identity(option_values(config.task).get("cov_w"), multiple=True)
              and not _option(config, "normalise"))

@@ -71,7 +71,8 @@ def synthetic_result(point: Point) -> dict[str, Any]:
         })
     result.update({"verdict": "optimal", "excess_z": 1.0, "verdict_reference": "synthetic",
                    "verdict_evidence": {"reason": "a synthetic result (the claim probe)"},
-                   "verdict_needs": "", "wall_seconds": 1.0, "cpu_seconds": 1.0})
+                   "verdict_needs": "", "wall_seconds": 1.0, "cpu_seconds": 1.0,
+                   "threads": 1})
     return result
 
 

@@ -16,11 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from iclab.experiments.claims.covariates import COVARIATE_KINDS
 from iclab.experiments.claims.depth import DEPTH_KINDS
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.plugin_check import check_claim_kind, checked_claims
-from iclab.experiments.claims.pool import POOL_KINDS
 from iclab.experiments.claims.theorems import THEOREM_KINDS
 from iclab.experiments.specs.results import RunRecord, sites
 from iclab.experiments.specs.spec import Spec
@@ -98,7 +96,7 @@ class ClaimRegistry:
 
 def register_builtin_claims(registry: ClaimRegistry) -> None:
     """Register the core's claim kinds, exactly as a new kind would be registered."""
-    for kind_class in (*THEOREM_KINDS, *DEPTH_KINDS, *COVARIATE_KINDS, *POOL_KINDS):
+    for kind_class in (*THEOREM_KINDS, *DEPTH_KINDS):
         registry.register(kind_class())
 
 

@@ -32,57 +32,23 @@ import numpy as np
 
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
 from iclab.experiments.claims.needs import GAUSSIAN, READOUT
+from iclab.experiments.claims.targets import (
+    GAMMA_NAMES,
+    MULTIPLE_NAMES,
+    distance_from_multiple,
+    gamma_target,
+    multiple_reference,
+    relative_error,
+    relative_holds,
+    theorem1_eta,
+)
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site, sites
 from iclab.theory.bayes import bayes_risk
-from iclab.theory.gaussian import eta_star_isotropic
 from iclab.utils.errors import ConfigError
 
 BAYES_PROMPTS = 20_000
-GAMMA_NAMES = {"optimum": "optimum Gamma*", "preconditioned": "eta* Sigma_x^-1"}
-MULTIPLE_NAMES = {"identity": "I", "inverse-cov-x": "Sigma_x^-1"}
-
-
-def inverse_cov_x(record: RunRecord) -> np.ndarray:
-    """Sigma_x^-1 of a run: (d, d)."""
-    task = record.point.config.task
-    if task.cov_x is None:
-        return np.eye(task.d)
-    return np.linalg.inv(np.asarray(task.cov_x, dtype=np.float64))
-
-
-def theorem1_eta(record: RunRecord) -> float:
-    task = record.point.config.task
-    return eta_star_isotropic(task.n, task.d, task.sigma)
-
-
-def relative_error(gamma: np.ndarray, target: np.ndarray) -> float:
-    return float(np.linalg.norm(gamma - target) / np.linalg.norm(target))
-
-
-def distance_from_multiple(gamma: np.ndarray, reference: np.ndarray) -> float:
-    """min_c ||gamma - c reference||_F / ||gamma||_F (0 when gamma is a multiple)."""
-    c = float(np.sum(gamma * reference) / np.sum(reference * reference))
-    return float(np.linalg.norm(gamma - c * reference) / np.linalg.norm(gamma))
-
-
-def gamma_target(record: RunRecord, target: str) -> np.ndarray:
-    """Gamma* from result.json, or eta* Sigma_x^-1 (Theorem 2's closed form): (d, d)."""
-    if target == "optimum":
-        return record.gamma_star
-    return theorem1_eta(record) * inverse_cov_x(record)
-
-
-def multiple_reference(record: RunRecord, of: str) -> np.ndarray:
-    """I or Sigma_x^-1 of a run: (d, d)."""
-    return np.eye(record.point.config.task.d) if of == "identity" else inverse_cov_x(record)
-
-
-def relative_holds(value: float, theory: float, tolerance: float) -> bool:
-    return abs(value / theory - 1.0) <= tolerance
-
-
 def _group_sites(claims: list[ClaimSpec],
                  context: ClaimContext) -> tuple[tuple[str, ...], list[Site], Path]:
     """The axes and sites of the claims' group, and the sweep folder."""

@@ -39,12 +39,15 @@ _WORKER_THREADS = 1
 
 @dataclass(frozen=True)
 class RunTask:
-    """What a worker needs: the run's id, its config (JSON form), its folder and lock file."""
+    """What a worker needs: the run's id, its config (JSON form), its folder and lock file,
+    and the studies the command added by reference (``--study FILE.py:STUDY``), which the
+    worker loads beside the installed ones."""
 
     run_id: str
     config: dict[str, Any]
     run_dir: str
     lock_path: str
+    studies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,18 +59,20 @@ class RunOutcome:
     seconds: float
 
 
-def train_run(config: dict[str, Any], run_dir: Path) -> None:
-    """Train, resume or skip the run of ``config`` (JSON form) in ``run_dir``.
+def train_run(config: dict[str, Any], run_dir: Path, studies: tuple[str, ...] = ()) -> None:
+    """Train, resume or skip the run of ``config`` (JSON form) in ``run_dir``, with the
+    registries of the installed studies and those named in ``studies`` (references).
 
     The one call through which every executor trains a run: locally in the sweep folder, or
     in a temporary folder on a Ray node. It writes the run folder (config.json first,
     result.json atomically and last) and raises on failure.
     """
     from iclab.config.train import TrainConfig
-    from iclab.runs.pipeline import run_training
+    from iclab.runs.pipeline import run_registries, run_training
 
-    # this worker's registries: the core and every installed study (run_training's default)
-    run_training(TrainConfig.from_json(config), Path(run_dir), progress=False)
+    registries = run_registries(studies)  # this worker's, built once
+    run_training(TrainConfig.from_json(config, registries.models, families=registries.families),
+                 Path(run_dir), progress=False, registries=registries)
 
 
 def execute_run(task: RunTask) -> RunOutcome:
@@ -78,7 +83,7 @@ def execute_run(task: RunTask) -> RunOutcome:
         Path(task.lock_path).parent.mkdir(parents=True, exist_ok=True)
         with open(task.lock_path, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            train_run(task.config, Path(task.run_dir))
+            train_run(task.config, Path(task.run_dir), task.studies)
     except Exception as error:
         return RunOutcome(task.run_id, f"{type(error).__name__}: {error}",
                           time.perf_counter() - started)

@@ -90,7 +90,7 @@ class RayExecutor:
             def submit() -> None:
                 task = queue.pop(0)
                 payload = RemoteRun(task.run_id, task.config, resume_files(Path(task.run_dir)),
-                                    self.storage, threads=self.threads)
+                                    self.storage, threads=self.threads, studies=task.studies)
                 in_flight[remote.remote(payload)] = task
 
             while queue and len(in_flight) < limit:

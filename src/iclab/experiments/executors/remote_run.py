@@ -40,6 +40,8 @@ class RemoteRun:
     storage: str | None = None
     version: str = __version__
     threads: int = 1
+    studies: tuple[str, ...] = ()
+    """The studies the command added by reference (their files must be on the node too)."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ def run_remote(task: RemoteRun) -> RemoteResult:
             context: AbstractContextManager[Any] = mirror if mirror else nullcontext()
             limit_threads(task.threads)
             with context:
-                train_run(task.config, folder)
+                train_run(task.config, folder, task.studies)
         except Exception as failure:
             error = f"{type(failure).__name__}: {failure}"
         produced = read_run_files(folder) if folder.is_dir() else {}

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from iclab.config.sections import SECTIONS
+from iclab.config.sections import OptimConfig, RunConfig
 from iclab.experiments.specs.spec import Point, Spec
 from iclab.training.run_folder import RESULT, RunFolder
 from iclab.utils.errors import ConfigError
@@ -41,10 +41,12 @@ def config_columns(records: dict[str, RunRecord]) -> list[str]:
     return list(names)
 
 
-def _omitted_defaults() -> dict[str, Any]:
-    """The defaults of the run's fields that the JSON form leaves out while at them."""
+def _omitted_defaults(record: RunRecord) -> dict[str, Any]:
+    """The defaults of the run's fields that the JSON form leaves out while at them (its
+    family's task section, the fixed sections and its model's options)."""
+    config = record.point.config
     defaults = {}
-    for cls in SECTIONS:
+    for cls in (type(config.task), OptimConfig, RunConfig, type(config.model)):
         for name, (f, info) in field_infos(cls).items():
             if info.omit_default:
                 defaults[name] = default_of(f)
@@ -57,7 +59,7 @@ def _config_cell(record: RunRecord, config: dict[str, Any], column: str) -> str:
     if column == "context_covariance":
         return record.point.context_covariance_label
     if column not in config:
-        return _cell(_omitted_defaults().get(column))
+        return _cell(_omitted_defaults(record).get(column))
     return _cell(config.get(column))
 
 

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from iclab.config.sections import MODEL_KEY, section_fields
+from iclab.config.task_section import task_section
 from iclab.config.train import TrainConfig
 from iclab.experiments.specs.claim_fit import check_claims_fit
 from iclab.experiments.specs.claim_spec import ClaimSpec, SpecRegistries, parse_claim
@@ -143,14 +144,20 @@ def _fail(where: str, message: str) -> ConfigError:
     return ConfigError(f"{where}: {message}")
 
 
-def allowed_group_keys(models: ModelRegistry, model: Any = None) -> set[str]:
-    """Every key a group (or ``[defaults]``) may set: the run's declared fields, ``model``,
-    the options of every registered model (of plug-in references, only the group's own
+def allowed_group_keys(models: ModelRegistry, model: Any = None,
+                       families: FamilyRegistry | None = None) -> set[str]:
+    """Every key a group (or ``[defaults]``) may set: the run's declared fields (the fixed
+    sections and every registered family's task section beside every model), ``model``, the
+    options of every registered model (of plug-in references, only the group's own
     ``model``), ``name`` and ``seeds`` (not ``seed``)."""
+    families = families or FamilyRegistry()
     keys = {*section_fields(), MODEL_KEY, "name", "seeds"} - {"seed"}
     for name in models.names:
         if name == model or not is_plugin_reference(name):
-            keys |= set(field_infos(models.get(name).options_class))
+            options = field_infos(models.get(name).options_class)
+            keys |= set(options)
+            for family in families.names:
+                keys |= set(field_infos(task_section(families, family, options)))
     return keys
 
 
@@ -168,7 +175,7 @@ def _expand_group(
     model = raw.get(MODEL_KEY, defaults.get(MODEL_KEY))
     if isinstance(model, str) and is_plugin_reference(model) and model not in models.names:
         models.register(models.get(model), model)
-    allowed = allowed_group_keys(models, model)
+    allowed = allowed_group_keys(models, model, families)
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise _fail(where, f"unknown keys {unknown}; allowed: {sorted(allowed)}")
@@ -195,11 +202,13 @@ def _expand_group(
         for seed in seeds:
             data = {**settings, **dict(zip(axes, values, strict=True)), "seed": seed}
             for f, (matrix, _) in covariances.items():
-                data[f] = None if matrix is None else matrix.tolist()
+                if matrix is not None:
+                    data[f] = matrix.tolist()
             if pool is not None:
                 data["task_pool"] = pool
             try:
-                config = TrainConfig.from_json(data, models).validate(families)
+                config = TrainConfig.from_json(data, models, families=families).validate(
+                    families)
             except (ConfigError, TypeError) as error:
                 raise _fail(where, f"{error} (this installed iclab cannot run this group)") \
                     from None

@@ -96,10 +96,11 @@ def prepare_sweep_dir(out_dir: str | Path) -> Path:
     return out_dir
 
 
-def _task(point: Point, out_dir: Path) -> RunTask:
+def _task(point: Point, out_dir: Path, studies: tuple[str, ...]) -> RunTask:
     return RunTask(run_id=point.run_id, config=point.config.to_json(),
                    run_dir=str(run_dir(out_dir, point.run_id)),
-                   lock_path=str(out_dir / "runs" / ".locks" / f"{point.run_id}.lock"))
+                   lock_path=str(out_dir / "runs" / ".locks" / f"{point.run_id}.lock"),
+                   studies=studies)
 
 
 def failure_message(failures: list[RunOutcome], total: int, shown: int = 5) -> str:
@@ -141,9 +142,12 @@ def check_devices(spec: Spec) -> None:
 
 
 def run_sweep(
-    spec: Spec, out_dir: Path, executor: Executor, progress: bool = True
+    spec: Spec, out_dir: Path, executor: Executor, progress: bool = True,
+    studies: tuple[str, ...] = (),
 ) -> dict[str, RunRecord]:
     """Run every unfinished point of ``spec`` under ``out_dir``; return all records.
+    ``studies``: the references of the studies the command added (``--study``), which every
+    run's worker loads too.
 
     Raises SweepError when a run fails (the others still finish; run again to retry).
     """
@@ -169,7 +173,7 @@ def run_sweep(
             bar.write(f"run {outcome.run_id} failed: {outcome.error}")
 
     try:
-        executor.run([_task(p, out_dir) for p in pending], on_done)
+        executor.run([_task(p, out_dir, studies) for p in pending], on_done)
     finally:
         bar.close()
     if failures:

@@ -12,7 +12,8 @@ dL/dM = sum_b dL/d(M x_q)_b x_q^T by the chain rule through u and M.
 Per-prompt quantities are held with the batch axis innermost, X as (d, n, B) and y as (n, B),
 so that every product runs along contiguous memory and every sum over d or n adds whole
 rows: the prompt samplers of the nonlinear and covariate-law families draw in that layout
-(``iclab.tasks.nonlinear``, ``iclab.tasks.linear_law``) and hand out (B, n, d) views of it;
+(``iclab.tasks.nonlinear``, the covariates study's ``linear_law``) and hand out (B, n, d) views
+of it;
 other prompts are transposed once. The whole map from (W_K, W_Q, W_V, h) to yhat is one
 autograd node: about twenty tensor operations for the forward and backward together, instead
 of autograd's graph of about forty on batch-major tensors. ``tests/models/lsa/test_prompts.py``

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from iclab.config.task_section import option_values
 from iclab.config.train import TrainConfig
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.needs import (
@@ -39,6 +40,7 @@ from iclab.runs.folder import read_finished_run
 from iclab.studies.dynamics.outputs import JSON_NAME, PNG_NAME
 from iclab.studies.dynamics.run import MAX_REPLICATES, run_dynamics
 from iclab.tasks.base import TaskFamily
+from iclab.tasks.family_entry import matrix
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.utils.errors import ConfigError
 from iclab.utils.io import read_json
@@ -166,8 +168,7 @@ class DynamicsClaim(ClaimKind):
                     f"plateaus k = {ks} (one drop: [0, {d}]); value: t_flow / t_analytic - 1, "
                     f"t_analytic = {analytic:.6g}")
         task = record.point.config.task
-        cov_x = None if task.cov_x is None else np.asarray(task.cov_x, dtype=np.float64)
-        cov_w = None if task.cov_w is None else np.asarray(task.cov_w, dtype=np.float64)
+        cov_x, cov_w = (matrix(option_values(task).get(key)) for key in ("cov_x", "cov_w"))
         star = gaussian_optimum(task.n, task.sigma, cov_x, cov_w, task.d).loss
         value = data["flow_final_loss"] / star - 1
         return (bool(data["flow_converged"]) and abs(value) <= tol, value,

@@ -9,9 +9,7 @@ from typing import Any
 import click
 
 from iclab.cli.options import apply_options, declared_options
-from iclab.cli.train import config_from_options
-from iclab.config.sections import SECTIONS
-from iclab.models.registry import ModelRegistry
+from iclab.cli.run_options import ConfigRegistries, config_from_options, run_sections
 from iclab.studies.dynamics.run import DEFAULT_REPLICATES, run_dir_dynamics, run_dynamics
 from iclab.utils.errors import ConfigError
 
@@ -44,8 +42,10 @@ def format_summary(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def make_dynamics_command(registry: ModelRegistry) -> click.Command:
-    """The ``dynamics`` command (the task, model and optimiser options of ``iclab train``)."""
+def make_dynamics_command(registries: ConfigRegistries,
+                          family: str | None = None) -> click.Command:
+    """The ``dynamics`` command (the task, lsa and optimiser options of ``iclab train``; a
+    family's own options for the ``--family`` on the command line)."""
 
     def dynamics_command(run_dir: str | None, out: str | None, flow_only: bool,
                          replicates: int, as_json: bool, quiet: bool, **values: Any) -> None:
@@ -67,16 +67,17 @@ def make_dynamics_command(registry: ModelRegistry) -> click.Command:
                         "log_every": max(1, (values.get("steps") or 1) // LOGGED_TIMES)}
             for name, default in defaults.items():
                 values[name] = default if values.get(name) is None else values[name]
-            config = config_from_options(dict(values), registry)
+            config = config_from_options(dict(values), registries)
             data = run_dynamics(config, out or f"dynamics-{config.hash()}", flow_only,
                                 replicates, progress=not quiet)
         click.echo(json.dumps(data, allow_nan=False) if as_json else format_summary(data))
 
-    sections = [(cls, "") for cls in SECTIONS] + [(registry.get("lsa").options_class, "")]
+    visible, hidden = run_sections(registries, "lsa", family)
     options = [
         click.argument("run_dir", required=False, type=click.Path(file_okay=False)),
         click.option("--model", default=None, hidden=True),
-        *declared_options(sections),
+        *declared_options(visible),
+        *declared_options(hidden, hidden=True, skip=visible),
         click.option("--flow-only", is_flag=True, help="The exact flow only, no SGD."),
         click.option("--replicates", type=int, default=DEFAULT_REPLICATES, show_default=True,
                      help="Independent SGD runs from the same start (the standard error)."),

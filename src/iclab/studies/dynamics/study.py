@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from iclab.cli.run_options import option_argument
 from iclab.studies.dynamics.claim import DynamicsClaim
 from iclab.studies.dynamics.command import make_dynamics_command
 from iclab.utils.studies import Study
 
 
-def _command(registries: Any) -> Any:
-    return make_dynamics_command(registries.models)
+def _command(registries: Any, args: list[str]) -> Any:
+    return make_dynamics_command(registries, option_argument(args, "--family"))
 
 
 STUDY = Study(

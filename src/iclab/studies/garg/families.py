@@ -13,7 +13,7 @@ prompt drawn from
   scaling, which makes E f(x)^2 = E ||x||^2 = d, the linear task's scale).
 
 Labels are y = f(x) + sigma * eps. Each family writes its law once, in ``draw_values``, which
-evaluates a freshly drawn f on any inputs (so the curriculum, ``iclab.tasks.garg.curriculum``,
+evaluates a freshly drawn f on any inputs (so the curriculum, ``iclab.config.curriculum``,
 can evaluate it on inputs whose last coordinates are zero). Each names its own baselines
 (``baselines``: factories of ``iclab.studies.garg.fitted``).
 """

@@ -20,7 +20,7 @@ from iclab.studies.shift.theory_mode import SHIFT_ADDITION
 from iclab.utils.studies import Study
 
 
-def _command(registries: Any) -> Any:
+def _command(registries: Any, args: list[str]) -> Any:
     return shift_command
 
 

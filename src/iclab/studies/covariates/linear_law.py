@@ -4,7 +4,7 @@ f(x) = w^T x with w ~ N(0, Sigma_w), labels y = f(x) + sigma eps with eps ~ N(0,
 
 - independent positions (the default): every x (the n examples' and the query's) is
   x = Sigma_x^(1/2) z with the symmetric square root and z's coordinates drawn iid from
-  ``law`` (``iclab.tasks.covariate_laws``), so E[x x^T] = Sigma_x whatever the law. With the
+  ``law`` (``iclab.studies.covariates.laws``), so E[x x^T] = Sigma_x whatever the law. With the
   Gaussian law this is the law of ``iclab.tasks.linear_gaussian.LinearGaussian``.
 - ``rho``: AR(1) across the positions 1..n+1 of a prompt (the query is position n+1):
   x_1 = Sigma_x^(1/2) z_1, x_(i+1) = rho x_i + sqrt(1 - rho^2) Sigma_x^(1/2) z_(i+1), so
@@ -14,7 +14,7 @@ f(x) = w^T x with w ~ N(0, Sigma_w), labels y = f(x) + sigma eps with eps ~ N(0,
   i.e. vec x = (R^(1/2) kron Sigma_x^(1/2)) vec z and Cov(x_i, x_j) = R_ij Sigma_x.
 
 Correlated contexts need the Gaussian law (their optimum is the closed form of
-``iclab.theory.correlated_contexts``); anything else is refused.
+``iclab.studies.covariates.correlated``); anything else is refused.
 
 It is a part of the ``linear-gaussian`` family, not a family of its own: ``linear_family``
 builds today's ``LinearGaussian`` for Gaussian, independent covariates and a
@@ -22,7 +22,7 @@ builds today's ``LinearGaussian`` for Gaussian, independent covariates and a
 sufficient-statistic sampler and no Gaussian theory (whole prompts, its own optimum), sign
 symmetry (w -> -w), rotation invariance for Gaussian covariates with Sigma_x = I and
 Sigma_w = c I, and ``covariate_law``, which the theory asks for
-(``iclab.theory.covariate_optimum``).
+(``iclab.studies.covariates.optimum``).
 """
 
 from __future__ import annotations
@@ -33,19 +33,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from iclab.studies.covariates.laws import DEFAULT_LAW, CovariateLaw, GaussianLaw, parse_law
+from iclab.studies.covariates.optimum import covariate_optimum
 from iclab.tasks.base import Prompts, check_scalars
-from iclab.tasks.covariance import covariance_or_identity, validate_covariance
-from iclab.tasks.covariate_laws import DEFAULT_LAW, CovariateLaw, GaussianLaw, parse_law
+from iclab.tasks.covariance import covariance_or_identity, symmetric_sqrt, validate_covariance
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.theory.optimum import FamilyOptimum
 from iclab.utils.errors import ConfigError
-
-
-def symmetric_sqrt(matrix: np.ndarray) -> np.ndarray:
-    """The symmetric positive square root of a symmetric positive-definite (k, k) matrix."""
-    values, vectors = np.linalg.eigh(matrix)
-    root: np.ndarray = (vectors * np.sqrt(values)) @ vectors.T
-    symmetric: np.ndarray = (root + root.T) / 2
-    return symmetric
 
 
 def ar1_position_covariance(n: int, rho: float) -> np.ndarray:
@@ -129,6 +123,11 @@ class LinearLawTask:
     def covariate_law(self) -> CovariateLaw:
         """The law of the covariates' standardised coordinates (the theory asks for it)."""
         return self.law
+
+    def own_optimum(self, monte_carlo: bool = False, seed: int = 0) -> FamilyOptimum:
+        """This family's optimal one-layer LSA, which the theory asks of it (a covariate law's
+        or correlated contexts', docs/theory.md sections 11 and 12)."""
+        return covariate_optimum(self, monte_carlo=monte_carlo, seed=seed).as_family_optimum()
 
     @property
     def rotation_invariant(self) -> bool:

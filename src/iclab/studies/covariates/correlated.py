@@ -48,8 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclab.tasks.covariance import validate_covariance
-from iclab.tasks.linear_law import symmetric_sqrt
+from iclab.tasks.covariance import symmetric_sqrt, validate_covariance
 from iclab.utils.errors import ConfigError
 
 ISOTROPY_RTOL = 1e-12

@@ -19,10 +19,10 @@ so the optimum is x_q^T Gamma X^T y with
   L* are smooth functions of M4 (dGamma = -n Gamma dM4 F^{-1}), and Cov(M4-hat) is the sample
   covariance of Q's distinct entries over ``draws``. They need E|x|^8 < infinity.
 
-Correlated contexts (Gaussian law) are ``iclab.theory.correlated_contexts`` (section 12).
+Correlated contexts (Gaussian law) are ``iclab.studies.covariates.correlated`` (section 12).
 
 A task is asked, not inspected: anything with the attributes of ``LawTask`` (the linear
-family's ``iclab.tasks.linear_law.LinearLawTask`` declares them) has an optimum here.
+family's ``iclab.studies.covariates.linear_law.LinearLawTask`` declares them) has an optimum here.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from iclab.tasks.covariate_laws import CovariateLaw
-from iclab.tasks.linear_law import symmetric_sqrt
-from iclab.theory.correlated_contexts import correlated_optimum
+from iclab.studies.covariates.correlated import correlated_optimum
+from iclab.studies.covariates.laws import CovariateLaw
+from iclab.tasks.covariance import symmetric_sqrt
 from iclab.theory.optimum import CLOSED_FORM, MONTE_CARLO, FamilyOptimum
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
@@ -180,7 +180,7 @@ class CovariateOptimum:
     "closed-form" or "monte-carlo"; stderr: Monte Carlo standard errors by name ("gamma",
     "eta", "loss"), None for closed forms; draws: Monte Carlo sample size; law: the law's spec;
     n_eff and independent_loss: for correlated contexts, the effective context length and the
-    optimal loss of n independent examples (``iclab.theory.correlated_contexts``), else None.
+    optimal loss of n independent examples (``iclab.studies.covariates.correlated``), else None.
     """
 
     gamma: np.ndarray

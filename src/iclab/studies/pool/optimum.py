@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from iclab.theory.pool.loss import PoolLoss
+from iclab.studies.pool.loss import PoolLoss
 from iclab.utils.seeding import make_generator
 
 DEFAULT_STARTS = 24

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from iclab.studies.pool.pool import check_pool
 from iclab.tasks.base import check_scalars
 from iclab.tasks.covariance import validate_covariance
-from iclab.tasks.pool import check_pool
 
 
 @dataclass(frozen=True, eq=False)

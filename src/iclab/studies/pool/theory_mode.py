@@ -1,6 +1,6 @@
 """``iclab theory --task-pool FILE.npy`` (or ``--tasks K``): the optimal one-layer LSA of a
 finite task pool, nuisance terms included, beside the nuisance-free optimum
-(``iclab.theory.pool``, docs/theory.md section 15)."""
+(``iclab.studies.pool.optimum``, docs/theory.md section 15)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import torch
 
 from iclab.cli.options import flag_name
 from iclab.config.sections import TaskConfig
+from iclab.studies.pool.loss import PoolLoss
+from iclab.studies.pool.optimum import pool_optimum
+from iclab.studies.pool.pool import PoolOptions, draw_pool, load_pool
 from iclab.tasks.covariance import covariance_or_identity, load_covariance
-from iclab.tasks.pool import draw_pool, load_pool
-from iclab.theory.pool import PoolLoss, pool_optimum
 from iclab.theory.population import PopulationLoss
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import check_value, coerce, field_infos
@@ -25,11 +26,19 @@ OTHERS = ("family", "relu_width", "sparsity", "tree_depth", "network_width", "x_
 """Task options a pool does not take (its family is linear-gaussian with Gaussian x)."""
 
 
+def pool_mode(options: dict[str, Any], seed: int, as_json: bool) -> bool:
+    """``iclab theory`` with --tasks or --task-pool: the pool's optimum (True); else False."""
+    if options.get("task_pool") is None and options.get("tasks") is None:
+        return False
+    pool_theory(options, seed, as_json)
+    return True
+
+
 def pool_theory(given: dict[str, Any], seed: int, as_json: bool) -> None:
     """Print the pool's optimum: loss_star, loss_star_nuisance_free, loss_star_fresh (the
     optimum's exact loss on fresh tasks w ~ N(0, Sigma_w)), Gamma, u, M and the nuisance
     parts u_x, m_y, u_y; the inputs; the search's starts."""
-    infos = field_infos(TaskConfig)
+    infos = {**field_infos(TaskConfig), **field_infos(PoolOptions)}
     given = {key: value for key, value in given.items() if value is not None}
     for name in ("d", "n"):
         if name not in given:
@@ -37,8 +46,8 @@ def pool_theory(given: dict[str, Any], seed: int, as_json: bool) -> None:
     for name in ("d", "n", "sigma", "tasks"):
         if name in given:
             check_value(name, coerce(given[name], infos[name][1]), infos[name][1])
-    extra = [flag_name(key) for key in OTHERS if key in given and
-             given[key] != getattr(TaskConfig, key, None)]
+    extra = [flag_name(key) for key in OTHERS if (key in given and key != "family")
+             or (key == "family" and given.get(key, "linear-gaussian") != "linear-gaussian")]
     if extra:
         verb = "does" if len(extra) == 1 else "do"
         raise ConfigError(f"{', '.join(extra)} {verb} not apply to a task pool (linear-gaussian "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,7 @@ import torch
 
 from iclab.tasks.covariance import load_npy
 from iclab.utils.errors import ConfigError
+from iclab.utils.fields import setting
 from iclab.utils.seeding import make_generator
 
 MAX_POOL = 10_000_000
@@ -59,3 +61,16 @@ def draw_pool(tasks: int, sigma_w: np.ndarray, seed: int) -> np.ndarray:
 def load_pool(path: str | Path, d: int) -> np.ndarray:
     """A (K, d) task pool from a ``.npy`` file, checked by ``check_pool``."""
     return check_pool(load_npy(path, "task pool"), d, str(path))
+
+
+@dataclass(frozen=True)
+class PoolOptions:
+    """The options the pool study adds to ``linear-gaussian``."""
+
+    tasks: int | None = setting(
+        None, "A pool of K tasks drawn once from the task law with the seed; every prompt's "
+        "task is one of them (linear-gaussian; saved as pool.npy) [default: fresh tasks].",
+        minimum=1, maximum=MAX_POOL, omit_default=True)
+    task_pool: list[list[float]] | None = setting(
+        None, "A (K, d) pool of tasks as a .npy file; every prompt's task is one of its rows "
+        "(linear-gaussian).", omit_default=True, load=lambda path, d, n: load_pool(path, d))

@@ -4,7 +4,7 @@ fixed pool (Raventos et al. 2023), and ``with_pool``, which wraps a run's family
 x ~ N(0, Sigma_x), y = w^T x + sigma eps as in the prior family, but w is one of the pool's K
 rows, each with probability 1/K. Both samplers of the prior family are kept (whole prompts
 and the one-layer statistics, whose Bartlett reduction holds given any w); the family is not
-``gaussian`` (its optimum is ``iclab.theory.pool``'s, not the closed form), not sign-symmetric
+``gaussian`` (its optimum is ``optimum``'s, not the closed form), not sign-symmetric
 (a pool need not contain -w with w), so the one-layer LSA keeps its nuisance weights free.
 """
 
@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from iclab.tasks.pool.pool import check_pool, draw_pool
+from iclab.models.base import Model
+from iclab.studies.pool.evaluate import evaluate_pool
+from iclab.studies.pool.pool import check_pool, draw_pool
 from iclab.utils.batches import GaussianStatistics, Prompts
 from iclab.utils.errors import ConfigError
 
@@ -60,6 +62,12 @@ class PooledLinearGaussian:
     def sigma_x(self) -> np.ndarray:
         """Sigma_x: (d, d) float64."""
         return np.asarray(self.prior.sigma_x, dtype=np.float64)
+
+    def own_evaluation(self, model: Model, eval_prompts: int, seed: int) -> dict[str, Any]:
+        """result.json's numbers of a model trained on this pool, which the evaluation asks
+        of the family: the pool's and fresh tasks' losses beside the pool's exact optimum
+        (``evaluate``, docs/theory.md section 15)."""
+        return evaluate_pool(model, self, eval_prompts, seed)
 
     def _tasks(self, batch: int, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
         """``batch`` rows of the pool, each uniform: (B, d)."""

@@ -21,10 +21,12 @@ from typing import ClassVar
 
 import numpy as np
 
+from iclab.config.task_section import option_values
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
 from iclab.experiments.claims.needs import CORRELATED, READOUT
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site
+from iclab.tasks.family_entry import matrix
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.utils.errors import ConfigError
 
@@ -33,8 +35,7 @@ def gaussian_eta(record: RunRecord) -> float:
     """eta_G = tr(Gamma_G)/d of the Gaussian optimum with the run's d, n, sigma, Sigma_x and
     Sigma_w."""
     task = record.point.config.task
-    cov_x = None if task.cov_x is None else np.asarray(task.cov_x, dtype=np.float64)
-    cov_w = None if task.cov_w is None else np.asarray(task.cov_w, dtype=np.float64)
+    cov_x, cov_w = (matrix(option_values(task).get(key)) for key in ("cov_x", "cov_w"))
     optimum = gaussian_optimum(task.n, task.sigma, cov_x, cov_w, task.d)
     return float(np.trace(optimum.gamma) / task.d)
 
@@ -66,7 +67,7 @@ class GaussianGapClaim(ClaimKind):
 
 def correlation(site: Site) -> float:
     """The site's AR(1) rho (ConfigError when its runs have none)."""
-    rho = site.records[0].point.config.task.context_correlation
+    rho = option_values(site.records[0].point.config.task).get("context_correlation")
     if rho is None:
         raise ConfigError(f"claim kind n-eff needs runs with context_correlation; site "
                           f"{site.label!r} has none")

@@ -1,13 +1,13 @@
 """Laws of the covariates' coordinates: standardised draws (mean 0, variance 1) and mu4.
 
 A linear task with a covariate law draws z with coordinates from the law and sets
-x = Sigma_x^(1/2) z (``iclab.tasks.linear_law``). Each law here declares
+x = Sigma_x^(1/2) z (``iclab.studies.covariates.linear_law``). Each law here declares
 
 - ``sample_standard(shape, generator, dtype)``: a tensor of ``shape`` (the last axis is the
   coordinate axis) of standardised draws, drawn only from ``generator``;
 - ``fourth_moment``: mu4 = E[z_k^4] of one standardised coordinate (None where unknown);
 - ``product``: whether the coordinates are independent (then with mu4 the optimum has a closed
-  form, see ``iclab.theory.covariate_optimum``);
+  form, see ``iclab.studies.covariates.optimum``);
 - ``spec``: the text ``parse_law`` reads it back from;
 - optionally ``iid = True``: the coordinates are independent and identically distributed,
   so a draw's axes may be arranged in any order (every built-in law; samplers then draw in
@@ -27,7 +27,7 @@ past 1e6 the law is the Gaussian to within 6e-6 in mu4: use gaussian.
 
 A user law is ``MODULE:FUNCTION`` or ``PATH.py:FUNCTION``, a function
 ``draw(shape, generator, dtype)`` of standardised draws with an optional ``fourth_moment``
-attribute (``iclab.tasks.user_law``).
+attribute (``iclab.studies.covariates.user_law``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from iclab.tasks.user_law import UserLaw, is_user_spec, load_user_law
+from iclab.studies.covariates.user_law import UserLaw, is_user_spec, load_user_law
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import numpy_generator
 

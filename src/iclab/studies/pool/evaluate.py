@@ -1,9 +1,9 @@
-"""result.json's numbers for a run on a task pool (``iclab.tasks.pool``).
+"""result.json's numbers for a run on a task pool (``iclab.studies.pool.family``).
 
 The model and three baselines, dMMSE (the pool's Bayes predictor), ridge at the prior (the
 posterior mean under w ~ N(0, Sigma_w)) and least squares, are measured on the same prompts
 twice: tasks drawn from the pool (``*_pool``, the training law) and fresh tasks from the prior
-(``*_fresh``). The reference is the pool's exact optimal one-layer LSA (``iclab.theory.pool``):
+(``*_fresh``). The reference is the pool's exact optimal one-layer LSA (``optimum``):
 ``loss_star`` is its loss on the pool, the number the verdict compares ``test_loss`` (the pool
 loss) with; ``loss_star_fresh`` is the same weights' exact loss on fresh tasks. For a model
 with a read-out, ``loss_exact`` is the exact pool loss of its weights (u, M) and ``loss_local``
@@ -21,10 +21,11 @@ from typing import Any
 import torch
 
 from iclab.algorithms.baselines import BayesPosteriorMean, LeastSquares
-from iclab.algorithms.dmmse import PoolPosteriorMean
 from iclab.analysis.readout import nuisance_shares
 from iclab.models.base import Model
-from iclab.theory.pool import PoolLoss, local_optimum, pool_optimum
+from iclab.studies.pool.dmmse import PoolPosteriorMean
+from iclab.studies.pool.loss import PoolLoss
+from iclab.studies.pool.optimum import local_optimum, pool_optimum
 from iclab.theory.population import PopulationLoss
 from iclab.utils.seeding import make_generator
 

@@ -1,0 +1,1 @@
+"""The pool study: task diversity, a finite pool of tasks (declared in ``study``)."""
