@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from iclab.tasks.base import Prompts, check_scalars
+from iclab.tasks.base import Prompts, TaskFamily, check_scalars
 from iclab.tasks.covariance import covariance_or_identity, validate_covariance
 from iclab.tasks.covariate_laws import DEFAULT_LAW, CovariateLaw, GaussianLaw, parse_law
 from iclab.tasks.linear_gaussian import LinearGaussian
@@ -62,7 +62,7 @@ def _check_rho(rho: float) -> float:
 
 
 @dataclass(frozen=True)
-class LinearLawTask:
+class LinearLawTask(TaskFamily):
     """The linear family with covariate law ``law`` and optional context correlation.
 
     d >= 1, n >= 1, sigma >= 0; cov_x, cov_w (d, d) positive definite (None: identity);

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from iclab.tasks.base import TaskFamily, check_scalars
+from iclab.tasks.base import TaskFamily, check_family, check_scalars
 from iclab.tasks.covariate_laws import DEFAULT_LAW, allowed_laws
 from iclab.tasks.linear_law import linear_family
 from iclab.tasks.nonlinear import (
@@ -198,7 +198,7 @@ class FamilyRegistry:
                 where = f"family {' or '.join(takers)}" if takers else "no family"
                 raise ConfigError(f"{key} applies only to {where}, not {name!r}")
         check_scalars(d, n, sigma)
-        return entry.build(d, n, float(sigma), **given)
+        return check_family(entry.build(d, n, float(sigma), **given), name)
 
 
 def register_builtin_families(registry: FamilyRegistry) -> None:

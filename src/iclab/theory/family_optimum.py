@@ -26,6 +26,7 @@ from typing import Any, cast
 import numpy as np
 
 from iclab.tasks.base import TaskFamily
+from iclab.tasks.nonlinear import TwoLayerReluTask
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.covariate_optimum import LawTask, covariate_optimum
 from iclab.theory.gaussian import gaussian_optimum
@@ -94,7 +95,7 @@ def family_optimum(
     number of draws, ``iclab.theory.covariate_optimum.DEFAULT_DRAWS``).
     """
     d, n, sigma = task.d, task.n, float(task.sigma)
-    if getattr(task, "covariate_law", None) is not None:
+    if task.covariate_law is not None:
         return covariate_optimum(cast(LawTask, task), monte_carlo=monte_carlo,
                                  seed=seed).as_family_optimum()
     if task.gaussian:
@@ -106,12 +107,12 @@ def family_optimum(
         return replace(optimum, bayes_loss=risk, bayes_loss_stderr=risk_se)
     if not task.rotation_invariant:
         return _span(task, seed, isotropic=False)
-    moments = getattr(task, "gd_moments", lambda: None)()
+    moments = task.gd_moments()
     if moments is not None and not monte_carlo:
         eta, loss = gd_optimum_from_moments(n, d, sigma, *moments)
         return _from_gd(d, GDOptimum(eta, loss, 0.0, 0.0, 0), CLOSED_FORM)
-    if hasattr(task, "draw_weights") and hasattr(task, "width"):
-        draws = two_layer_moment_draws(task)  # type: ignore[arg-type]
+    if isinstance(task, TwoLayerReluTask):  # its weights give the moments of f directly
+        draws = two_layer_moment_draws(task)
     else:
-        draws = generic_moment_draws(getattr(task, "draw_values"), d)  # noqa: B009
+        draws = generic_moment_draws(task.draw_values, d)
     return _from_gd(d, estimate_gd_optimum(draws, n, d, sigma, precision, seed), MONTE_CARLO)

@@ -15,6 +15,7 @@ from iclab.config.train import TrainConfig
 from iclab.experiments.registries import Registries
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.covariance import load_covariance
+from iclab.tasks.nonlinear import TwoLayerReluTask
 from iclab.tasks.registry import FamilyRegistry
 from iclab.theory.bayes import check_bayes_prompts
 from iclab.theory.depth.multistep import EXACT, MAX_LAYERS, MultiStepOptimum, multistep_optimum
@@ -45,7 +46,7 @@ def format_optimum(family: str, task: TaskFamily, optimum: FamilyOptimum) -> str
     """A readable table of the optimum, Gamma* below it."""
     bayes = "-" if optimum.bayes_loss is None else (
         f"{optimum.bayes_loss:.6g} ± {optimum.bayes_loss_stderr or 0.0:.2g}")
-    law = getattr(task, "covariate_law", None)
+    law = task.covariate_law
     rows = [("family", family), ("d, n, sigma", f"{task.d}, {task.n}, {task.sigma:g}")]
     if law is not None:
         rows.append(("x law", law.spec))
@@ -169,7 +170,7 @@ def theory_command(
         return
     record: dict[str, Any] = {"family": config.family, "d": d, "n": n, "sigma": sigma}
     if config.family == "two-layer-relu":
-        record["width"] = getattr(task, "width", None)
+        record["width"] = task.width if isinstance(task, TwoLayerReluTask) else None
     if config.cov_x is not None or config.cov_w is not None:
         record["cov_x"], record["cov_w"] = config.cov_x, config.cov_w
     record.update({key: given[key] for key in ("x_law", "context_correlation") if key in given})

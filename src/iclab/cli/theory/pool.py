@@ -4,6 +4,7 @@ finite task pool, nuisance terms included, beside the nuisance-free optimum
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -37,8 +38,10 @@ def pool_theory(given: dict[str, Any], seed: int, as_json: bool) -> None:
     for name in ("d", "n", "sigma", "tasks"):
         if name in given:
             check_value(name, coerce(given[name], infos[name][1]), infos[name][1])
+    defaults = {f.name: None if f.default is dataclasses.MISSING else f.default
+                for f in dataclasses.fields(TaskConfig)}
     extra = [flag_name(key) for key in OTHERS if key in given and
-             given[key] != getattr(TaskConfig, key, None)]
+             given[key] != defaults.get(key)]
     if extra:
         verb = "does" if len(extra) == 1 else "do"
         raise ConfigError(f"{', '.join(extra)} {verb} not apply to a task pool (linear-gaussian "

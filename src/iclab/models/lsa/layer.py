@@ -80,6 +80,14 @@ class LinearSelfAttention(Model):
         return MultiHeadLinearAttention if options.multi_head else cls
 
     @classmethod
+    def token_width(cls, options: Any, d: int) -> int:
+        """The widest of a key (k), a value (m) and a token (d+1)."""
+        return max(int(options.key_width(d)), int(options.value_width(d)), d + 1)
+
+    def attends_query(self) -> bool:
+        return bool(self.options.attend_query)
+
+    @classmethod
     def depth_of(cls, options: Any) -> int | None:
         """L for the L-layer model (``options.deep``), None for the one-layer model."""
         return int(options.depth) if options.depth is not None else None
