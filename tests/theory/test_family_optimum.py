@@ -14,6 +14,7 @@ from iclab.algorithms.gd import OneStepGD
 from iclab.studies.covariates.laws import CovariateLaw, parse_law
 from iclab.studies.covariates.linear_law import LinearLawTask
 from iclab.studies.covariates.optimum import covariate_optimum
+from iclab.tasks.base import TaskFamily
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.nonlinear import FunctionTask, ReluTask, TwoLayerReluTask, anisotropic_task
 from iclab.theory.family_optimum import CLOSED_FORM, MONTE_CARLO, family_optimum
@@ -170,7 +171,7 @@ def test_generic_monte_carlo_on_a_heavy_tailed_family() -> None:
 
 
 @dataclass(frozen=True)
-class DeclaredLawTask:
+class DeclaredLawTask(TaskFamily):
     """Not a LinearLawTask: only the attributes a family with a covariate law declares."""
 
     d: int = 3
@@ -205,13 +206,13 @@ class DeclaredLawTask:
 def test_a_declared_covariate_law_is_asked_for_not_a_class() -> None:
     # Uniform coordinates, identity covariances: Gamma* = I / (mu4 + n + d - 2 + sigma^2).
     task = DeclaredLawTask()
-    optimum = family_optimum(task)  # type: ignore[arg-type]
+    optimum = family_optimum(task)
     expected = 1 / (9 / 5 + task.n + task.d - 2 + task.sigma**2)
     assert optimum.method == CLOSED_FORM and optimum.isotropic
     assert optimum.eta == pytest.approx(expected, rel=1e-13)
     assert np.allclose(optimum.gamma, expected * np.eye(3), rtol=0, atol=1e-15)
     assert optimum.n_eff is None and optimum.to_json()["n_eff"] is None
-    estimate = family_optimum(task, monte_carlo=True, seed=3)  # type: ignore[arg-type]
+    estimate = family_optimum(task, monte_carlo=True, seed=3)
     assert estimate.method == MONTE_CARLO and estimate.stderr is not None
     assert abs(estimate.loss - optimum.loss) <= 4 * estimate.stderr["loss"]
 

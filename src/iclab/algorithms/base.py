@@ -18,6 +18,9 @@ class InContextPredictor(ABC):
     """A learning algorithm run on each prompt's examples, predicting the query's label."""
 
     name: str = "predictor"
+    max_prompts: int | None = None
+    """How many prompts are worth giving it in an evaluation that runs it on every prefix
+    (None: no limit; the scikit-learn predictors, which fit each prompt alone, set fewer)."""
 
     @abstractmethod
     def predict(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:

@@ -78,10 +78,9 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int,
     correlated contexts: n_eff, the number of independent examples worth as much as the
     prompt's n.
     """
-    if getattr(task, "task_pool", None) is not None:  # a finite pool: its own evaluation
-        own: dict[str, Any] = task.own_evaluation(  # type: ignore[attr-defined]
-            model, eval_prompts, seed)
-        return own
+    own = task.own_evaluation(model, eval_prompts, seed)  # a family's own evaluation (a pool)
+    if own is not None:
+        return dict(own)
     optimum = family_optimum(task, seed=seed)
     eta_star = optimum.eta_or_trace
     loss, stderr = test_loss(model, task, eval_prompts, seed)
@@ -91,7 +90,7 @@ def evaluate(model: Model, task: TaskFamily, eval_prompts: int, seed: int,
     result: dict[str, Any] = {}
     if model.has_readout:
         learned = model.readout(task.n)
-        attend_query = bool(getattr(getattr(model, "options", None), "attend_query", False))
+        attend_query = model.attends_query()
         result.update({
             "eta_hat": learned.eta_hat,
             "eta_rel_err": abs(learned.eta_hat / eta_star - 1.0),

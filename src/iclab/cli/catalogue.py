@@ -60,7 +60,7 @@ def family_rows(families: FamilyRegistry, models: ModelRegistry) -> list[dict[st
                              "rotation_invariant": bool(task.rotation_invariant),
                              "sign_symmetric": bool(task.sign_symmetric)},
             "optimum": "closed form" if task.gaussian or (
-                task.rotation_invariant and getattr(task, "gd_moments", lambda: None)()
+                task.rotation_invariant and task.gd_moments()
                 is not None) else "Monte Carlo",
             "models": list(models.names), "samplers": samplers, "exact": exact_models,
         })

@@ -58,10 +58,10 @@ def check_config(config: TrainConfig, families: FamilyRegistry) -> TaskFamily:
 
 def _check_finite_data(config: TrainConfig, task: TaskFamily) -> None:
     """A task pool needs a one-layer model; a fixed pretraining set, whole prompts."""
-    if getattr(task, "task_pool", None) is not None and config.depth() is not None:
+    if task.task_pool is not None and config.depth() is not None:
         raise ConfigError("tasks/task_pool apply to one-layer models only (the theory of "
                           "a pool is the one-layer LSA's); leave layers at 1")
-    if getattr(task, "task_pool", None) is not None and config.optim.exact:
+    if task.task_pool is not None and config.optim.exact:
         raise ConfigError("exact does not apply to a task pool (its exact optimum is "
                           "iclab theory --task-pool's); train with Adam")
     if config.optim.pretrain_prompts is not None and config.resolved_sampler(task) != "prompts":
@@ -99,8 +99,7 @@ def _law_note(config: TrainConfig) -> str:
 
 def _check_size(config: TrainConfig) -> None:
     t, o = config.task, config.optim
-    width = max(getattr(config.model, "key_dim", None) or 0,
-                getattr(config.model, "value_dim", None) or 0, t.d + 1)
+    width = config.model_class().token_width(config.model, t.d)
     per_prompt = (t.n + 1) * width * 4
     largest = max(o.batch, o.pretrain_prompts or 0,
                   min(config.run.eval_prompts, 4_000_000 // ((t.n + 1) * (t.d + 1)) or 1))

@@ -71,7 +71,7 @@ def make_curriculum(d: int, n: int, every: int | None, d_start: int | None,
 
 def supports_curriculum(task: TaskFamily) -> bool:
     """Whether ``task`` can draw curriculum prompts: drawn on inputs, or linear Gaussian."""
-    return callable(getattr(task, "draw_values", None)) or bool(task.gaussian)
+    return bool(task.has_draw_values or task.gaussian)
 
 
 def curriculum_prompts(task: TaskFamily, d_eff: int, n_eff: int, batch: int,
@@ -86,10 +86,9 @@ def curriculum_prompts(task: TaskFamily, d_eff: int, n_eff: int, batch: int,
                       device=device)
     inputs = torch.zeros(batch, n_eff + 1, d, dtype=dtype, device=device)
     noise = raw[..., d_eff]                                             # (B, n_eff+1)
-    draw = getattr(task, "draw_values", None)
-    if callable(draw):
+    if task.has_draw_values:
         inputs[..., :d_eff] = raw[..., :d_eff]
-        values = draw(inputs, generator)
+        values = task.draw_values(inputs, generator)
     elif task.gaussian:
         linear: Any = task                      # a gaussian family has sigma_x, sigma_w
         sigma_x = np.asarray(linear.sigma_x)[:d_eff, :d_eff]

@@ -113,6 +113,13 @@ class Model(nn.Module):
         return 0
 
     @classmethod
+    def token_width(cls, options: Any, d: int) -> int:
+        """The widest vector the model of ``options`` holds per token for inputs of dimension
+        d (a key, a value or the token itself): the memory check before a run
+        (``iclab.config.checks``) reads it. d+1, the token, by default."""
+        return d + 1
+
+    @classmethod
     def check_prompt_length(cls, options: Any, n: int) -> None:
         """ConfigError (one line) if the model of ``options`` cannot read prompts of n
         examples (a model with learned positions); nothing by default."""
@@ -125,6 +132,12 @@ class Model(nn.Module):
         """X: (B, n, d), y: (B, n) -> (B, n): entry i predicts y_i from the examples before
         i and x_i (``has_prefix_predictions`` models)."""
         raise NotImplementedError(f"model {self.name} has no prefix predictions")
+
+    def attends_query(self) -> bool:
+        """Whether the query token attends to itself, adding to the read-out's prediction the
+        term (u_x . x_q)(x_q . M_x x_q) cubic in x_q (the one-layer ``lsa``'s
+        ``attend_query``): the nuisance shares then count it. False by default."""
+        return False
 
     def readout(self, n: int) -> LinearReadout:
         """The linear algorithm implemented at prompt length n (``has_readout`` models)."""

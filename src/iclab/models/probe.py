@@ -46,9 +46,7 @@ def probe_plugins(model_class: type[Model], name: str, d: int, n: int, options: 
     """Try the run's plug-ins before any work: the task's own ``probe`` (a user family's draw
     function), then a user's model (``probe_model``) on PROBE_PROMPTS of ``task``'s prompts
     drawn from the run's ``seed``; iclab's own models pass unprobed."""
-    probe = getattr(task, "probe", None)
-    if callable(probe):
-        probe(seed)
+    task.probe(seed)
     if is_builtin(model_class):
         return
     prompts = task.sample_prompts(PROBE_PROMPTS, make_generator(seed, "probe"), torch.float64)

@@ -63,7 +63,8 @@ class ModelRegistry:
 
     def register(self, model_class: type[Model], name: str | None = None) -> None:
         """Add a model class under ``name`` (default: its ``name`` attribute)."""
-        key = name or getattr(model_class, "name", None)
+        declared = inspect.isclass(model_class) and issubclass(model_class, Model)
+        key = name or (model_class.name if declared else None)
         if not isinstance(key, str) or not key:
             raise ConfigError(f"model {model_class!r} needs a name")
         check_model_class(model_class, key)

@@ -21,15 +21,16 @@ def certify_run(
         raise ConfigError(f"--seed must be an integer from 0 to 2**62, got {seed!r}")
     config, result = read_finished_run(Path(run_dir))
     task = config.make_task()
-    if getattr(task, "task_pool", None) is not None:
+    if task.task_pool is not None:
         raise ConfigError("iclab certify's span bound is not attained by a one-layer LSA on a "
                           "task pool (docs/theory.md section 15); the run's result.json "
                           "compares it with the pool's exact optimum, loss_star")
-    query_cubic = bool(getattr(config.model, "attend_query", False))
     if config.task.d > MAX_D:
         raise ConfigError(f"the span optimum is limited to d <= {MAX_D}; the run has "
                           f"d = {config.task.d}")
-    check_prompt_counts(config.task.d, fit_prompts, test_prompts, query_cubic, config.task.n)
     model = load_trained_model(run_dir, config, result=result)
+    query_cubic = model.attends_query()
+    check_prompt_counts(config.task.d, fit_prompts, test_prompts, query_cubic, config.task.n)
+    task = config.make_task()
     report = certify_model(model, task, result, fit_prompts, test_prompts, seed, query_cubic)
     return {"run": str(run_dir), "family": config.task.family, **report}

@@ -65,7 +65,7 @@ def run_training(
     resolve_device(config.run.device)
     if prepare_run_dir(config, path, restart, registries.families):
         return read_result(path, config=config)
-    pool = getattr(task, "task_pool", None)
+    pool = task.task_pool
     if pool is not None:  # the tasks of a pooled run, beside its config
         RunFolder(path).write_pool(pool)
     started, cpu_started = time.perf_counter(), time.process_time()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from iclab.tasks.base import check_scalars
+from iclab.tasks.base import TaskFamily, check_scalars
 from iclab.tasks.covariance import covariance_or_identity, validate_covariance
 from iclab.tasks.wishart import sample_z_statistics
 from iclab.utils.batches import GaussianStatistics, Prompts, ZStatistics
@@ -31,7 +31,7 @@ def _cholesky_or_none(cov: np.ndarray | None) -> np.ndarray | None:
 
 
 @dataclass(frozen=True)
-class LinearGaussian:
+class LinearGaussian(TaskFamily):
     """The linear Gaussian task family of docs/theory.md section 1.
 
     d >= 1 input dimension, n >= 1 examples per prompt, sigma >= 0 label noise, cov_x and cov_w

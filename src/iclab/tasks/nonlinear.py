@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from iclab.tasks.base import Prompts, check_scalars
+from iclab.tasks.base import Prompts, TaskFamily, check_scalars
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.tasks.relu_statistics import sample_relu_z_statistics
 from iclab.tasks.relu_xy_statistics import sample_relu_xy_statistics
@@ -69,7 +69,7 @@ def prompts_from_values(
     )
 
 
-class DrawnTask:
+class DrawnTask(TaskFamily):
     """What every family defined by its ``draw_values`` shares: ``sample_prompts``, and the
     capabilities of a family drawn on whole prompts (see ``iclab.tasks.base.TaskFamily``)."""
 
@@ -78,11 +78,7 @@ class DrawnTask:
     sigma: float
     statistics = False
     gaussian = False
-
-    def gd_moments(self) -> tuple[float, float, float] | None:
-        """(G, A, B) = (E||g_f||^2, E f^2, E f^2 ||x||^2) in closed form where known, else None
-        (docs/theory.md section 5)."""
-        return None
+    has_draw_values = True
 
     def draw_values(self, inputs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """inputs: (B, k, d) -> the values of one freshly drawn f per row: (B, k)."""

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from iclab.tasks.base import TaskFamily, check_scalars
+from iclab.tasks.base import TaskFamily, check_family, check_scalars
 from iclab.tasks.family_entry import (
     FamilyEntry,
     FamilyExtension,
@@ -193,7 +193,7 @@ class FamilyRegistry:
         for cls in self.option_owners(name):
             made.append(cls(**{key: options[key] for key in field_infos(cls) if key in options}))
             validate(made[-1])
-        family = entry.build(d, n, float(sigma), made[0])
+        family = check_family(entry.build(d, n, float(sigma), made[0]), name)
         for extension, values in zip(self.extensions_of(name), made[1:], strict=True):
             family = extension.apply(family, values, made[0], seed)
         return family

@@ -27,15 +27,27 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from iclab.tasks.base import TaskFamily, check_batch
+from iclab.tasks.base import check_batch
 from iclab.utils.batches import ZStatistics
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import numpy_generator
 
 
-class GaussianTask(TaskFamily, Protocol):
-    """What the Z sampler reads of a linear Gaussian family (``LinearGaussian``) beyond a
-    family's sizes, noise, name and capabilities: its covariances (None: the identity)."""
+class GaussianTask(Protocol):
+    """What the Z sampler reads of a linear Gaussian family (``LinearGaussian``): a family's
+    sizes, noise, name and ``gaussian`` capability, and its covariances (None: the
+    identity)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def d(self) -> int: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def sigma(self) -> float: ...
+    @property
+    def gaussian(self) -> bool: ...
 
     @property
     def cov_x(self) -> np.ndarray | None: ...

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from iclab.tasks.base import TaskFamily
+from iclab.tasks.nonlinear import TwoLayerReluTask
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.theory.optimum import CLOSED_FORM, MONTE_CARLO, FamilyOptimum
@@ -93,9 +94,10 @@ def family_optimum(
     number of draws, ``iclab.studies.covariates.optimum.DEFAULT_DRAWS``).
     """
     d, n, sigma = task.d, task.n, float(task.sigma)
-    if getattr(task, "covariate_law", None) is not None:  # the family's own optimum
-        own: FamilyOptimum = task.own_optimum(monte_carlo, seed)  # type: ignore[attr-defined]
-        return own
+    own = task.own_optimum(monte_carlo, seed)  # a family that declares its own optimum
+    if own is not None:
+        optimum: FamilyOptimum = own
+        return optimum
     if task.gaussian:
         optimum = _gaussian(task, monte_carlo, seed)
         if not bayes:
@@ -105,12 +107,12 @@ def family_optimum(
         return replace(optimum, bayes_loss=risk, bayes_loss_stderr=risk_se)
     if not task.rotation_invariant:
         return _span(task, seed, isotropic=False)
-    moments = getattr(task, "gd_moments", lambda: None)()
+    moments = task.gd_moments()
     if moments is not None and not monte_carlo:
         eta, loss = gd_optimum_from_moments(n, d, sigma, *moments)
         return _from_gd(d, GDOptimum(eta, loss, 0.0, 0.0, 0), CLOSED_FORM)
-    if hasattr(task, "draw_weights") and hasattr(task, "width"):
-        draws = two_layer_moment_draws(task)  # type: ignore[arg-type]
+    if isinstance(task, TwoLayerReluTask):  # its weights give the moments of f directly
+        draws = two_layer_moment_draws(task)
     else:
-        draws = generic_moment_draws(getattr(task, "draw_values"), d)  # noqa: B009
+        draws = generic_moment_draws(task.draw_values, d)
     return _from_gd(d, estimate_gd_optimum(draws, n, d, sigma, precision, seed), MONTE_CARLO)

@@ -32,6 +32,7 @@ import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from iclab.config.train import TrainConfig
+from iclab.models.base import Model
 from iclab.tasks.base import TaskFamily
 from iclab.training.adam import Adam
 from iclab.training.objective import Objective
@@ -171,7 +172,7 @@ class ExactLBFGS:
 Optimiser = Adam | SGD | ExactLBFGS
 
 
-def make_optimizer(model: torch.nn.Module, config: TrainConfig, task: TaskFamily) -> Optimiser:
+def make_optimizer(model: Model, config: TrainConfig, task: TaskFamily) -> Optimiser:
     """Adam(lr) or SGD(lr, momentum) for sampled training; ExactLBFGS for
     ``config.optim.exact``."""
     if not config.optim.exact:
@@ -183,7 +184,7 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig, task: TaskFamily
     sigma_x, sigma_w = getattr(task, "sigma_x"), getattr(task, "sigma_w")  # noqa: B009
     zero_loss = float((sigma_x * sigma_w).sum()) + task.sigma**2
     return ExactLBFGS(model.parameters(), zero_loss, config.run.checkpoint_every,
-                      getattr(model, "gradient_masks", list)())
+                      model.gradient_masks())
 
 
 def take_step(optimizer: Optimiser, objective: Objective, step: int,

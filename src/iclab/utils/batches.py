@@ -7,6 +7,7 @@ them (``iclab.models``), and neither package imports the other.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 
@@ -115,28 +116,48 @@ STATISTICS_SAMPLERS = {"bartlett": "sample_statistics", "wishart": "sample_z_sta
 "bartlett" -> ``GaussianStatistics``, "wishart" -> ``ZStatistics``, "xy" -> ``XYStatistics``."""
 
 
-def statistics_kinds_read(model: object) -> tuple[str, ...]:
+class ReadsStatistics(Protocol):
+    """What is asked of a model class or instance about statistics, as
+    ``iclab.models.base.Model`` declares it."""
+
+    @property
+    def has_statistics(self) -> bool: ...
+    @property
+    def statistics_kind(self) -> str: ...
+    @property
+    def statistics_kinds(self) -> tuple[str, ...]: ...
+
+
+class DrawsStatistics(Protocol):
+    """What is asked of a family about statistics, as ``iclab.tasks.base.TaskFamily``
+    declares it."""
+
+    @property
+    def statistics(self) -> bool: ...
+    @property
+    def statistics_kinds(self) -> tuple[str, ...]: ...
+
+
+def statistics_kinds_read(model: ReadsStatistics) -> tuple[str, ...]:
     """The kinds of statistics a model (class or instance) reads, in its order of preference:
-    its ``statistics_kinds`` where declared, else its one ``statistics_kind``; () for a model
-    without ``has_statistics``."""
-    if not getattr(model, "has_statistics", False):
+    its ``statistics_kinds`` where it lists them, else its one ``statistics_kind``; () for a
+    model without ``has_statistics``."""
+    if not model.has_statistics:
         return ()
-    kinds: tuple[str, ...] = tuple(getattr(model, "statistics_kinds", ()))
-    return kinds or (str(getattr(model, "statistics_kind", "bartlett")),)
+    return tuple(model.statistics_kinds) or (str(model.statistics_kind),)
 
 
-def shared_statistics_kind(family: object, model: object) -> str | None:
-    """The first kind of statistics the model reads that the family can draw, or None.
+def shared_statistics_kind(family: DrawsStatistics, model: Any) -> str | None:
+    """The first kind of statistics the model (a ``Model`` class or instance) reads that the
+    family can draw, or None.
 
-    A family declares ``statistics`` and the kinds it draws in ``statistics_kinds`` (a family
-    without that list draws "bartlett" statistics only). A model instance may read more kinds
-    in its present state than its class declares (``statistics_kinds_now()``: the one-layer
-    ``lsa`` held nuisance-free also reads "xy")."""
-    if not getattr(family, "statistics", False):
+    A family declares ``statistics`` and the kinds it draws in ``statistics_kinds`` ("bartlett"
+    alone by default). A model instance may read more kinds in its present state than its
+    class declares (``statistics_kinds_now()``: the one-layer ``lsa`` held nuisance-free also
+    reads "xy")."""
+    if not family.statistics:
         return None
-    drawn = tuple(getattr(family, "statistics_kinds", ("bartlett",)))
-    now = getattr(model, "statistics_kinds_now", None)
     read = statistics_kinds_read(model)
-    if now is not None and not isinstance(model, type) and read:
-        read = tuple(now())
-    return next((kind for kind in read if kind in drawn), None)
+    if read and not isinstance(model, type):
+        read = tuple(model.statistics_kinds_now())
+    return next((kind for kind in read if kind in family.statistics_kinds), None)

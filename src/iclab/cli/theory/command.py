@@ -42,7 +42,7 @@ def format_optimum(family: str, task: TaskFamily, optimum: FamilyOptimum) -> str
     """A readable table of the optimum, Gamma* below it."""
     bayes = "-" if optimum.bayes_loss is None else (
         f"{optimum.bayes_loss:.6g} ± {optimum.bayes_loss_stderr or 0.0:.2g}")
-    law = getattr(task, "covariate_law", None)
+    law = task.covariate_law
     rows = [("family", family), ("d, n, sigma", f"{task.d}, {task.n}, {task.sigma:g}")]
     if law is not None:
         rows.append(("x law", law.spec))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.registry import FamilyRegistry
@@ -26,6 +26,7 @@ CLAIM_KEYS = ("section", "kind", "group", "tolerance", "statement", "separation"
 """The keys every claim may set; a kind adds its options and parameters."""
 
 
+@runtime_checkable
 class RunMeasurement(Protocol):
     """A measurement a claim needs from every run of its group beyond result.json, written
     into the run's folder by the sweep and read back by the claim."""
@@ -192,9 +193,8 @@ def _kind_parameters(claim_kind: ClaimKindSchema, raw: dict[str, Any], groups: s
             raise
         raise _fail(where, f"the kind's parameters failed ({error_line(error)})") from None
     if not builtin and not (isinstance(parameters, dict) and isinstance(measurements, tuple)
-                            and all(callable(getattr(m, "is_done", None))
-                                    and callable(getattr(m, "measure", None))
-                                    for m in measurements)):
+                            and all(isinstance(m, RunMeasurement) and callable(m.is_done)
+                                    and callable(m.measure) for m in measurements)):
         raise _fail(where, "validate_parameters must return a dict and measurements a tuple "
                            "of RunMeasurement objects (is_done, measure)")
     return parameters, measurements

@@ -204,3 +204,12 @@ def sparse_gd_model(
         model.B.copy_(A[:stored].transpose(1, 2))
         model.p.fill_(-1.0)
     return model
+
+
+DEEP_TRAINING = {"steps": 500, "batch": 4096, "lr": 0.02, "clip_grad": 1.0}
+"""Optimiser defaults of the L-layer model (benchmarks/README.md, the depth study): at lr 0.005
+the sparse layers stay at their common start, a saddle of the L-step GD loss, and L = 4 stalls;
+rare prompts' gradients reach norms of 1e12."""
+FULL_DEEP_WARMUP = 50
+"""Warm-up steps of the full L-layer model: Adam's first steps, about lr for every weight, threw
+a rare prompt past float32 (L = 4, seed 2); on the sparse model it delays the layers' split."""

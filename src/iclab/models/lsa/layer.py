@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from iclab.models.base import Model
-from iclab.models.lsa.deep import DeepLinearSelfAttention
+from iclab.models.lsa.deep import DEEP_TRAINING, FULL_DEEP_WARMUP, DeepLinearSelfAttention
 from iclab.models.lsa.hand_gradients import as_autograd_node, without_autograd
 from iclab.models.lsa.heads import MultiHeadLinearAttention
 from iclab.models.lsa.options import LSAOptions
@@ -87,6 +87,14 @@ class LinearSelfAttention(Model):
             options.check_stack(d)
         else:
             options.check_layer(d)
+
+    @classmethod
+    def token_width(cls, options: Any, d: int) -> int:
+        """The widest of a key (k), a value (m) and a token (d+1)."""
+        return max(int(options.key_width(d)), int(options.value_width(d)), d + 1)
+
+    def attends_query(self) -> bool:
+        return bool(self.options.attend_query)
 
     @classmethod
     def depth_of(cls, options: Any) -> int | None:
@@ -286,12 +294,3 @@ class LinearSelfAttention(Model):
         if not getattr(self, "_nuisance_free", False):
             raise ConfigError("XYStatistics need the model held at u_x = 0 and m_y = 0 (the "
                               "gd-subspace start on a family with a nuisance-free optimum)")
-
-
-DEEP_TRAINING = {"steps": 500, "batch": 4096, "lr": 0.02, "clip_grad": 1.0}
-"""Optimiser defaults of the L-layer model (benchmarks/README.md, the depth study): at lr 0.005
-the sparse layers stay at their common start, a saddle of the L-step GD loss, and L = 4 stalls;
-rare prompts' gradients reach norms of 1e12."""
-FULL_DEEP_WARMUP = 50
-"""Warm-up steps of the full L-layer model: Adam's first steps, about lr for every weight, threw
-a rare prompt past float32 (L = 4, seed 2); on the sparse model it delays the layers' split."""

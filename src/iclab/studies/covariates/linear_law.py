@@ -35,7 +35,7 @@ import torch
 
 from iclab.studies.covariates.laws import DEFAULT_LAW, CovariateLaw, GaussianLaw, parse_law
 from iclab.studies.covariates.optimum import covariate_optimum
-from iclab.tasks.base import Prompts, check_scalars
+from iclab.tasks.base import Prompts, TaskFamily, check_scalars
 from iclab.tasks.covariance import covariance_or_identity, symmetric_sqrt, validate_covariance
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.optimum import FamilyOptimum
@@ -56,7 +56,7 @@ def _check_rho(rho: float) -> float:
 
 
 @dataclass(frozen=True)
-class LinearLawTask:
+class LinearLawTask(TaskFamily):
     """The linear family with covariate law ``law`` and optional context correlation.
 
     d >= 1, n >= 1, sigma >= 0; cov_x, cov_w (d, d) positive definite (None: identity);

@@ -29,6 +29,7 @@ import torch
 from tqdm import tqdm
 
 from iclab.config.train import TrainConfig
+from iclab.models.lsa.options import LSAOptions
 from iclab.runs.folder import check_out_dir, read_finished_run
 from iclab.studies.dynamics.flow_curve import FlowCurve, flow_curve
 from iclab.studies.dynamics.heads_loss import HeadsLoss
@@ -55,7 +56,8 @@ def check_dynamics_config(config: TrainConfig) -> tuple[TaskFamily, HeadsLoss]:
         raise ConfigError(f"iclab dynamics needs a linear Gaussian family (linear-gaussian, "
                           f"Gaussian covariates); got {config.task.family!r}")
     options = config.model
-    if config.model_name != "lsa" or not getattr(options, "multi_head", False):
+    if config.model_name != "lsa" or not (isinstance(options, LSAOptions)
+                                          and options.multi_head):
         raise ConfigError("iclab dynamics needs the multi-head lsa model: give --heads H "
                           "and/or --kq separate")
     if config.optim.optimizer != "sgd":

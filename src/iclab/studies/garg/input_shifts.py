@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from iclab.tasks.base import Prompts
+from iclab.tasks.base import Prompts, TaskFamily
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
 
@@ -52,13 +52,18 @@ def skewed_covariance(d: int, exponent: float) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class InputShiftLaw:
+class InputShiftLaw(TaskFamily):
     """A linear Gaussian test law (``base``: d, n, sigma, cov_x, cov_q, cov_w, w_mean, as
     ``iclab.studies.shift.laws.GaussianTestLaw``) with its inputs moved by ``kind`` at ``value``."""
 
     base: Any
     kind: str
     value: float
+
+    @property
+    def name(self) -> str:
+        """The shift and its value: "orthant 0.5"."""
+        return f"{self.kind} {self.value:g}"
 
     def __post_init__(self) -> None:
         if self.kind not in INPUT_SHIFT_KINDS:

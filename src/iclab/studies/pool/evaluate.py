@@ -96,7 +96,7 @@ def evaluate_pool(model: Model, task: Any, eval_prompts: int, seed: int) -> dict
         learned = model.readout(n)
         prompts = task.sample_prompts(min(NUISANCE_PROMPTS, eval_prompts),
                                       make_generator(seed, "nuisance")).to(torch.float64)
-        attend_query = bool(getattr(getattr(model, "options", None), "attend_query", False))
+        attend_query = model.attends_query()
         result["gamma"] = learned.gamma.tolist()
         result["nuisance"] = nuisance_shares(learned, prompts, attend_query).as_dict()
         if not attend_query:  # the exact pool loss of its weights, and the local optimum there

@@ -19,12 +19,13 @@ import torch
 from iclab.models.base import Model
 from iclab.studies.pool.evaluate import evaluate_pool
 from iclab.studies.pool.pool import check_pool, draw_pool
+from iclab.tasks.base import TaskFamily
 from iclab.utils.batches import GaussianStatistics, Prompts
 from iclab.utils.errors import ConfigError
 
 
 @dataclass(frozen=True)
-class PooledLinearGaussian:
+class PooledLinearGaussian(TaskFamily):
     """The prior family ``prior`` (a linear Gaussian family: ``gaussian`` and no
     ``covariate_law``) with its task drawn from ``task_pool`` ((K, d) float64)."""
 
@@ -114,8 +115,8 @@ def with_pool(family: Any, tasks: int | None, task_pool: Any, seed: int) -> Any:
     if tasks is not None and task_pool is not None:
         raise ConfigError("give tasks (a pool drawn from the prior) or task_pool (a pool "
                           "file), not both")
-    if not family.gaussian or getattr(family, "covariate_law", None) is not None:
-        got = (f"family {family.name!r}" if getattr(family, "covariate_law", None) is None
+    if not family.gaussian or family.covariate_law is not None:
+        got = (f"family {family.name!r}" if family.covariate_law is None
                else "another covariate law or correlated contexts")
         raise ConfigError(f"tasks/task_pool apply only to --family linear-gaussian with "
                           f"Gaussian independent covariates, not {got}")

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from iclab.studies.garg.input_shifts import INPUT_SHIFT_KINDS, InputShiftLaw, skewed_covariance
-from iclab.tasks.base import Prompts, check_scalars
+from iclab.tasks.base import Prompts, TaskFamily, check_scalars
 from iclab.tasks.covariance import validate_covariance
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.utils.errors import ConfigError
@@ -74,7 +74,7 @@ _ALLOWED = {
 
 
 @dataclass(frozen=True, eq=False)
-class GaussianTestLaw:
+class GaussianTestLaw(TaskFamily):
     """A linear Gaussian test law with separate context, query and task laws.
 
     d >= 1, n >= 1, sigma >= 0; cov_x (context covariates), cov_q (query), cov_w (task): (d, d)
@@ -88,6 +88,7 @@ class GaussianTestLaw:
     cov_q: np.ndarray
     cov_w: np.ndarray
     w_mean: np.ndarray
+    name = "gaussian test law"
 
     def __post_init__(self) -> None:
         check_scalars(self.d, self.n, self.sigma)

@@ -66,8 +66,7 @@ def shift_base(task: TaskFamily) -> LinearGaussian:
     non-Gaussian covariate law, correlated contexts, a nonlinear or user family)."""
     if not isinstance(task, LinearGaussian):
         raise ConfigError(f"--shift needs a linear Gaussian family with Gaussian independent "
-                          f"covariates (linear-gaussian, anisotropic), not "
-                          f"{getattr(task, 'name', type(task).__name__)!r}")
+                          f"covariates (linear-gaussian, anisotropic), not {task.name!r}")
     return task
 
 

@@ -102,6 +102,11 @@ class SoftmaxAttention(Model):
         return cls(d, options, generator, dtype)
 
     @classmethod
+    def token_width(cls, options: Any, d: int) -> int:
+        """The wider of a head's key (k) and a token (d+1)."""
+        return max(int(options.key_width(d)), d + 1)
+
+    @classmethod
     def training_defaults(cls, options: Any) -> dict[str, Any]:
         """Whole prompts cost n times more than statistics: smaller batches, a larger lr
         (measured: d = 5, n = 20, 1000 x 1024 at lr 0.01 reaches 1.49 against L* = 1.44)."""

@@ -17,15 +17,15 @@ from iclab.tasks.base import TaskFamily
 from iclab.utils.errors import ConfigError
 
 BaselineFactory = Callable[[TaskFamily, int], InContextPredictor]
-"""(the family, a seed) -> the predictor. A predictor may have ``max_prompts`` (an int, or
-None for no limit): the number of prompts worth giving it in an evaluation that runs it on
-every prefix (the scikit-learn ones fit each prompt alone)."""
+"""(the family, a seed) -> the predictor. A predictor declares ``max_prompts`` (an int, or
+None for no limit; ``InContextPredictor``): the number of prompts worth giving it in an
+evaluation that runs it on every prefix (the scikit-learn ones fit each prompt alone)."""
 
 
 def family_baselines(task: TaskFamily, seed: int) -> list[InContextPredictor]:
     """The predictors the factories of ``task.baselines`` make (none when the family
     declares none)."""
-    factories = getattr(task, "baselines", ())
+    factories = task.baselines
     if not isinstance(factories, tuple) or not all(callable(f) for f in factories):
         raise ConfigError(f"family {task.name!r}: baselines must be a tuple of factories "
                           f"(family, seed) -> predictor, got {factories!r}")
@@ -36,5 +36,5 @@ def prompt_limit(predictor: InContextPredictor, available: int) -> int:
     """How many of ``available`` prompts to give ``predictor`` in an evaluation that runs it on
     every prefix: all of them, or its ``max_prompts`` where it declares fewer (the predictors
     that fit each prompt alone with scikit-learn)."""
-    limit = getattr(predictor, "max_prompts", None)
+    limit = predictor.max_prompts
     return available if limit is None else max(1, min(available, int(limit)))

@@ -80,7 +80,7 @@ class TheoremOneGD(InContextAlgorithm):
 def standard_isotropic(task: TaskFamily) -> bool:
     """Whether ``task`` is linear Gaussian with Sigma_x = Sigma_w = I (the closed forms of
     ``iclab.theory.prefix`` and Theorem 1's step apply)."""
-    if not getattr(task, "gaussian", False):
+    if not task.gaussian:
         return False
     gaussian: Any = task  # a Gaussian family has sigma_x and sigma_w (TaskFamily's contract)
     eye = np.eye(task.d)
@@ -94,7 +94,7 @@ def generic_baselines(task: TaskFamily) -> list[InContextPredictor]:
     an isotropic one."""
     out: list[InContextPredictor] = [LeastSquares(), RidgeAtPrior(task.sigma), Averaging(),
                                      NearestNeighbours(3)]
-    if getattr(task, "gaussian", False):
+    if task.gaussian:
         gaussian: Any = task
         out.append(BayesPosteriorMean(task.sigma, np.asarray(gaussian.sigma_w)))
     if standard_isotropic(task):
