@@ -33,3 +33,14 @@ def elapsed_time(optim: OptimConfig, steps: int) -> float:
     for step in range(steps):
         total += learning_rate(optim, step)
     return total
+
+
+def elapsed_times(optim: OptimConfig, steps: int) -> list[float]:
+    """``elapsed_time(optim, s)`` for s = 0..steps, in one pass (the same bits)."""
+    if constant_rate(optim):
+        return [optim.lr * step for step in range(steps + 1)]
+    totals, total = [0.0], 0.0
+    for step in range(steps):
+        total += learning_rate(optim, step)
+        totals.append(total)
+    return totals

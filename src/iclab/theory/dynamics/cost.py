@@ -1,0 +1,53 @@
+"""The cost of integrating the flow, estimated before it starts (docs/guide/dynamics.md).
+
+Past the first drop the flow is stiff for an explicit method: Dormand-Prince's steps are
+held near 3.3 / lambda, lambda the largest curvature of the loss in the parameters. At the
+optimum Gamma* = S^{-1} X K^{-1} the loss's curvature in Gamma is at most 2n |S| |K| and
+the heads' parameters are balanced factors of Gamma (two per head merged, three separate),
+so lambda is about m |Gamma*|^{2(m-1)/m} 2n |S| |K| (m factors; spectral norms). Steps to t
+are then about t lambda / 3.3 times a measured factor (``CALIBRATION``; within a factor 3 of
+the steps taken on the cases of tests/theory/dynamics/test_cost.py), plus a few hundred for
+the start."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from iclab.theory.dynamics.heads import HeadsLoss
+from iclab.utils.errors import ConfigError
+
+MAX_FLOW_STEPS = 300_000
+"""The most integrator steps (estimated) the flow to the last logged time may take: about
+two minutes of CPU at d = 4 (the half-tolerance pass repeats it)."""
+CALIBRATION = {"merged": 1.8, "separate": 0.15}
+STARTUP_STEPS = 500.0
+
+
+def stiffness(loss: HeadsLoss) -> float:
+    """lambda of the module doc: the loss's largest curvature in the parameters, estimated
+    at the optimum."""
+    S, K, X = loss.sigma_x, loss._K, loss._X  # type: ignore[attr-defined]
+    curvature = 2 * loss.n * float(np.linalg.eigvalsh(S)[-1] * np.linalg.eigvalsh(K)[-1])
+    gamma = float(np.linalg.norm(np.linalg.solve(S, X) @ np.linalg.inv(K), 2))
+    if loss.normalise:     # the parameters make n Gamma
+        curvature, gamma = curvature / loss.n**2, gamma * loss.n
+    factors = 2 if loss.kq == "merged" else 3
+    return factors * gamma ** (2 * (factors - 1) / factors) * curvature
+
+
+def estimated_steps(loss: HeadsLoss, end: float) -> float:
+    """About how many integrator steps the flow from t = 0 to ``end`` takes."""
+    return STARTUP_STEPS + CALIBRATION[loss.kq] * end * stiffness(loss) / 3.3
+
+
+def check_flow_cost(loss: HeadsLoss, end: float, limit: float = MAX_FLOW_STEPS) -> float:
+    """The estimated steps to ``end``, or ConfigError (one line, naming the limit and the
+    longest time allowed) past ``limit``."""
+    steps = estimated_steps(loss, end)
+    if not steps <= limit:
+        longest = max(limit - STARTUP_STEPS, 0.0) * 3.3 / (CALIBRATION[loss.kq]
+                                                           * stiffness(loss))
+        raise ConfigError(f"the flow to t = lr x steps = {end:.4g} needs about {steps:.2g} "
+                          f"integrator steps (limit {limit:.0f}); give lr x steps at most "
+                          f"{longest:.3g}")
+    return steps
