@@ -13,6 +13,7 @@ from iclab.cli.train import config_from_options
 from iclab.config.sections import SECTIONS
 from iclab.models.registry import ModelRegistry
 from iclab.runs.dynamics import DEFAULT_REPLICATES, run_dir_dynamics, run_dynamics
+from iclab.runs.dynamics_checks import UNHONOURED
 from iclab.utils.errors import ConfigError
 
 DEFAULT_BATCH = 100
@@ -58,9 +59,14 @@ def format_summary(data: dict[str, Any]) -> str:
 
 def _check_used(given: dict[str, Any], flow_only: bool) -> None:
     """ConfigError (one line naming the option) for a given option dynamics would record
-    but not use: a device other than the CPU, --checkpoint-every, and with --flow-only the
-    SGD curve's options. The optimiser's unhonoured options are refused from the config
-    (``iclab.runs.dynamics_checks``)."""
+    but not use: the optimiser's options the flow has no counterpart for (``UNHONOURED``; a
+    run folder's config is checked for them too), a device other than the CPU,
+    --checkpoint-every, and with --flow-only the SGD curve's options."""
+    for name in UNHONOURED:
+        if given.get(name) not in (None, False):
+            raise ConfigError(f"iclab dynamics compares plain SGD on fresh prompts with the "
+                              f"flow and does not honour --{name.replace('_', '-')}; leave it "
+                              f"out")
     device = given.get("device")
     if device is not None and device != "cpu":
         raise ConfigError(f"iclab dynamics runs on the CPU; got --device {device} (leave it "

@@ -19,7 +19,6 @@ stationary excess over the flow, O(lr / batch), which the evaluated curve does n
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -28,8 +27,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from iclab.config.train import TrainConfig
 from iclab.config.schedule import elapsed_times
+from iclab.config.train import TrainConfig
 from iclab.runs.dynamics_checks import check_honoured, read_sgd_metrics
 from iclab.runs.dynamics_output import write_dynamics
 from iclab.runs.folder import check_out_dir, read_finished_run

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,13 @@ def _png(data: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
+def _bytes_writer(body: bytes) -> Callable[[Path], None]:
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(body)
+
+    return write
+
+
 def write_dynamics(out_dir: Path, data: dict[str, Any]) -> None:
     """Create ``out_dir`` and write the three files, all or none (module doc)."""
     try:
@@ -79,7 +87,7 @@ def write_dynamics(out_dir: Path, data: dict[str, Any]) -> None:
             path = out_dir / name
             existed = path.exists()
             if isinstance(content, bytes):
-                atomic_write(path, lambda tmp, body=content: tmp.write_bytes(body))
+                atomic_write(path, _bytes_writer(content))
             else:
                 atomic_write_text(path, content)
             if not existed:

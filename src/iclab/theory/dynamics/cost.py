@@ -5,7 +5,7 @@ held near 3.3 / lambda, lambda the largest curvature of the loss in the paramete
 optimum Gamma* = S^{-1} X K^{-1} the loss's curvature in Gamma is at most 2n |S| |K| and
 the heads' parameters are balanced factors of Gamma (two per head merged, three separate),
 so lambda is about m |Gamma*|^{2(m-1)/m} 2n |S| |K| (m factors; spectral norms). Steps to t
-are then about t lambda / 3.3 times a measured factor (``CALIBRATION``; within a factor 3 of
+are then about t lambda / 3.3 times a measured factor (``CALIBRATION``; within a factor 10 of
 the steps taken on the cases of tests/theory/dynamics/test_cost.py), plus a few hundred for
 the start."""
 
@@ -32,7 +32,7 @@ def stiffness(loss: HeadsLoss) -> float:
     if loss.normalise:     # the parameters make n Gamma
         curvature, gamma = curvature / loss.n**2, gamma * loss.n
     factors = 2 if loss.kq == "merged" else 3
-    return factors * gamma ** (2 * (factors - 1) / factors) * curvature
+    return float(factors * gamma ** (2 * (factors - 1) / factors) * curvature)
 
 
 def estimated_steps(loss: HeadsLoss, end: float) -> float:

@@ -85,17 +85,16 @@ def _run(loss: HeadsLoss, theta0: np.ndarray, grid: np.ndarray, rtol: float, ato
 
     result = integrate(field, theta0, grid, rtol, atol, progress)
     times, thetas, steps = [result.times], [result.theta], result.steps
-    stop, spent, last = "budget", 0, result.steps / 2   # [T, 2T] costs about [0, T]
+    spent, last = 0, result.steps / 2           # [T, 2T] costs about [0, T]
+    stop, settled = "budget", False
     while target is not None:
-        if _is_converged(loss.loss(thetas[-1][-1]), target):
-            stop = "converged"
-            break
+        # converged at two ends in a row: the last stretch [T, 2T] shows the end plateau
+        now = _is_converged(loss.loss(thetas[-1][-1]), target)
         end = times[-1][-1]
-        if end >= LONGEST:
-            stop = "longest"
+        stop = "converged" if now else "longest" if end >= LONGEST else "budget"
+        if (now and settled) or end >= LONGEST or spent + 2 * last > EXTENSION_STEPS:
             break
-        if spent + 2 * last > EXTENSION_STEPS:
-            break
+        settled = now
         chunk = np.geomspace(end, 2 * end, POINTS_PER_DECADE // 3 + 1)[1:]
         more = integrate(field, thetas[-1][-1], chunk, rtol, atol, progress, t0=end)
         steps, spent, last = steps + more.steps, spent + more.steps, more.steps
