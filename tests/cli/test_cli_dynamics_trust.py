@@ -48,6 +48,8 @@ def test_the_plateau_of_the_issue_is_not_called_converged(
     (["--x-law", "uniform"], "linear Gaussian"),
     (["--context-correlation", "0.3"], "independent covariates"),
     (["--lr", "1e15", "--steps", "30"], "limit 300000"),
+    (["--layers", "2"], "--layers"),
+    (["--looped"], "--looped"),
 ])
 def test_options_it_does_not_honour_are_refused_before_any_work(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str],

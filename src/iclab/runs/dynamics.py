@@ -53,7 +53,6 @@ def check_dynamics_config(config: TrainConfig) -> tuple[TaskFamily, HeadsLoss]:
     """The task and the exact loss in the model's raw parameters, or ConfigError (one line):
     a linear Gaussian family with fresh tasks, the multi-head lsa, plain SGD, no option the
     comparison does not honour (``check_honoured``)."""
-    check_honoured(config)
     task = config.make_task()
     if not task.gaussian:
         raise ConfigError(f"iclab dynamics needs fresh tasks of the linear Gaussian family "
@@ -63,12 +62,16 @@ def check_dynamics_config(config: TrainConfig) -> tuple[TaskFamily, HeadsLoss]:
     if config.model_name != "lsa" or not getattr(options, "multi_head", False):
         raise ConfigError("iclab dynamics needs the multi-head lsa model: give --heads H "
                           "and/or --kq separate")
+    if getattr(options, "deep", False):
+        raise ConfigError("iclab dynamics needs the one-layer multi-head lsa model; leave "
+                          "--layers, --parameterisation and --looped at their defaults")
     if config.optim.optimizer != "sgd":
         raise ConfigError(f"iclab dynamics compares plain SGD with gradient flow; got "
                           f"optimizer {config.optim.optimizer!r}")
     if config.optim.momentum:
         raise ConfigError(f"iclab dynamics compares plain SGD (momentum 0) with gradient flow; "
                           f"got momentum {config.optim.momentum:g}")
+    check_honoured(config)
     loss = HeadsLoss(options.kq, options.head_count, options.rank, task.n, float(task.sigma),
                      np.asarray(getattr(task, "sigma_x"), float),  # noqa: B009
                      np.asarray(getattr(task, "sigma_w"), float),  # noqa: B009
