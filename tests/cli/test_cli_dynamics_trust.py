@@ -48,6 +48,7 @@ def test_the_plateau_of_the_issue_is_not_called_converged(
     (["--x-law", "uniform"], "linear Gaussian"),
     (["--context-correlation", "0.3"], "independent covariates"),
     (["--lr", "1e15", "--steps", "30"], "limit 300000"),
+    (["--steps", "400000", "--log-every", "1", "--lr", "1e-9"], "log fewer times"),
     (["--layers", "2"], "--layers"),
     (["--looped"], "--looped"),
 ])

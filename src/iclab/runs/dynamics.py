@@ -33,7 +33,7 @@ from iclab.runs.dynamics_checks import check_honoured, read_sgd_metrics
 from iclab.runs.dynamics_output import write_dynamics
 from iclab.runs.folder import check_out_dir, read_finished_run
 from iclab.tasks.base import TaskFamily
-from iclab.theory.dynamics.cost import check_flow_cost
+from iclab.theory.dynamics.cost import check_flow_cost, check_landings
 from iclab.theory.dynamics.curve import CONVERGED_GAP, FlowCurve, flow_curve
 from iclab.theory.dynamics.heads import HeadsLoss
 from iclab.theory.dynamics.plateaus import find_plateaus, merged_drop_time, rank_k_losses
@@ -185,7 +185,7 @@ def _flow(loss: HeadsLoss, theta0: np.ndarray, times: np.ndarray,
           progress: bool) -> FlowCurve:
     """The flow at ``times``, its cost checked first (``check_flow_cost``); the bar names
     the estimate."""
-    estimate = check_flow_cost(loss, float(times[-1]))
+    estimate = check_flow_cost(loss, float(times[-1]), times.size)
     bar = tqdm(total=1000, disable=not progress, dynamic_ncols=True, mininterval=0.5,
                desc=f"flow (about {estimate:.2g} steps to the last logged time)",
                unit="‰ of ln t")
@@ -216,11 +216,11 @@ def run_dynamics(config: TrainConfig, out: str | Path, flow_only: bool = False,
     check_replicates(replicates)
     out_dir = check_out_dir(out)
     task, loss = check_dynamics_config(config)
+    check_landings(config.optim.steps // config.run.log_every + 1)
     theta0 = loss.join(*initial_model(config).raw_parameters())
     steps = logged_steps(config)
-    every = elapsed_times(config.optim, config.optim.steps)
-    times = np.array([every[step] for step in steps])
-    check_flow_cost(loss, float(times[-1]))
+    times = np.array(elapsed_times(config.optim, steps))
+    check_flow_cost(loss, float(times[-1]), times.size)
     evaluated, exact = (None, None) if flow_only else sgd_curves(config, task, loss,
                                                                  replicates, progress)
     curve = _flow(loss, theta0, times, progress)
@@ -249,7 +249,8 @@ def run_dir_dynamics(run_dir: str | Path, out: str | Path | None = None,
     config, _ = read_finished_run(Path(run_dir))
     _, loss = check_dynamics_config(config)
     out_dir = check_out_dir(out if out is not None else Path(run_dir) / "dynamics")
-    every = elapsed_times(config.optim, config.optim.steps)
+    check_landings(config.optim.steps)
+    every = elapsed_times(config.optim, range(config.optim.steps + 1))
     if not every[-1] > 0:
         raise ConfigError(f"{run_dir}: its time axis ends at t = {every[-1]!r}; the flow "
                           f"needs t > 0")

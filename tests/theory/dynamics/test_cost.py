@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from iclab.theory.dynamics.cost import MAX_FLOW_STEPS, check_flow_cost, estimated_steps
+from iclab.theory.dynamics.cost import (
+    MAX_FLOW_STEPS,
+    STARTUP_STEPS,
+    check_flow_cost,
+    check_landings,
+    estimated_steps,
+)
 from iclab.theory.dynamics.flow import integrate
 from iclab.theory.dynamics.heads import HeadsLoss
 from iclab.utils.errors import ConfigError
@@ -36,3 +42,10 @@ def test_the_limit_accepts_its_edge_and_refuses_past_it() -> None:
     assert check_flow_cost(loss, longest * 0.999) <= MAX_FLOW_STEPS
     with pytest.raises(ConfigError, match="integrator steps"):
         check_flow_cost(loss, longest * 1.01)
+
+
+def test_landing_on_too_many_times_is_refused_before_they_are_listed() -> None:
+    most = int(MAX_FLOW_STEPS - STARTUP_STEPS)
+    check_landings(most)
+    with pytest.raises(ConfigError, match=f"land on {most + 1} logged times"):
+        check_landings(most + 1)

@@ -7,7 +7,7 @@ the heads' parameters are balanced factors of Gamma (two per head merged, three 
 so lambda is about m |Gamma*|^{2(m-1)/m} 2n |S| |K| (m factors; spectral norms). Steps to t
 are then about t lambda / 3.3 times a measured factor (``CALIBRATION``; within a factor 10 of
 the steps taken on the cases of tests/theory/dynamics/test_cost.py), plus a few hundred for
-the start."""
+the start, plus one for every time the flow must land on (each logged time at least)."""
 
 from __future__ import annotations
 
@@ -35,18 +35,29 @@ def stiffness(loss: HeadsLoss) -> float:
     return float(factors * gamma ** (2 * (factors - 1) / factors) * curvature)
 
 
-def estimated_steps(loss: HeadsLoss, end: float) -> float:
-    """About how many integrator steps the flow from t = 0 to ``end`` takes."""
-    return STARTUP_STEPS + CALIBRATION[loss.kq] * end * stiffness(loss) / 3.3
+def check_landings(landings: int, limit: float = MAX_FLOW_STEPS) -> None:
+    """ConfigError (one line) if landing on ``landings`` times alone passes ``limit``; cheap,
+    so it can come before the times are listed."""
+    if STARTUP_STEPS + landings > limit:
+        raise ConfigError(f"the flow must land on {landings} logged times (limit "
+                          f"{limit:.0f} integrator steps in all); log fewer times")
 
 
-def check_flow_cost(loss: HeadsLoss, end: float, limit: float = MAX_FLOW_STEPS) -> float:
-    """The estimated steps to ``end``, or ConfigError (one line, naming the limit and the
-    longest time allowed) past ``limit``."""
-    steps = estimated_steps(loss, end)
+def estimated_steps(loss: HeadsLoss, end: float, landings: int = 0) -> float:
+    """About how many integrator steps the flow from t = 0 to ``end`` takes, landing on
+    ``landings`` given times on the way."""
+    return STARTUP_STEPS + landings + CALIBRATION[loss.kq] * end * stiffness(loss) / 3.3
+
+
+def check_flow_cost(loss: HeadsLoss, end: float, landings: int = 0,
+                    limit: float = MAX_FLOW_STEPS) -> float:
+    """The estimated steps to ``end`` landing on ``landings`` times, or ConfigError (one
+    line, naming the limit and what would fit) past ``limit``."""
+    steps = estimated_steps(loss, end, landings)
     if not steps <= limit:
-        longest = max(limit - STARTUP_STEPS, 0.0) * 3.3 / (CALIBRATION[loss.kq]
-                                                           * stiffness(loss))
+        check_landings(landings, limit)
+        longest = (limit - STARTUP_STEPS - landings) * 3.3 / (CALIBRATION[loss.kq]
+                                                              * stiffness(loss))
         raise ConfigError(f"the flow to t = lr x steps = {end:.4g} needs about {steps:.2g} "
                           f"integrator steps (limit {limit:.0f}); give lr x steps at most "
                           f"{longest:.3g}")
