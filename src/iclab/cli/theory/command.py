@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
+from iclab.cli.theory.applicable import check_applicable, given_options, mode_of
 from iclab.cli.theory.asymptotic import asymptotic_mode, asymptotic_options
 from iclab.cli.theory.pool import pool_theory
 from iclab.cli.theory.shift import format_shift_rows, shift_rows_json
@@ -144,6 +145,7 @@ def theory_command(
     value, lsa_loss (the exact loss of this optimal LSA under the shifted test law),
     bayes_loss, bayes_loss_stderr (the Bayes risk of the test law) and ratio.
     """
+    check_applicable(mode_of(task_options), given_options(), seed)  # none dropped, seed in range
     if asymptotic_mode(task_options, seed, as_json):  # --asymptotic: docs/theory.md section 16
         return
     _check_numbers({"seed": seed, "layers": layers, "preconditioned": preconditioned,

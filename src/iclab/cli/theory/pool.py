@@ -16,6 +16,8 @@ from iclab.config.sections import TaskConfig
 from iclab.tasks.covariance import covariance_or_identity, load_covariance
 from iclab.tasks.pool import draw_pool, load_pool
 from iclab.theory.pool import PoolLoss, pool_optimum
+from iclab.theory.pool.cost import check_pool_work
+from iclab.theory.pool.optimum import DEFAULT_STARTS
 from iclab.theory.population import PopulationLoss
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import check_value, coerce, field_infos
@@ -46,10 +48,13 @@ def pool_theory(given: dict[str, Any], seed: int, as_json: bool) -> None:
     if "tasks" in given and "task_pool" in given:
         raise ConfigError("give --tasks or --task-pool, not both")
     d, n, sigma = int(given["d"]), int(given["n"]), float(given.get("sigma", 0.0))
+    if "tasks" in given:
+        check_pool_work(int(given["tasks"]), d, DEFAULT_STARTS)
     cov = {key: covariance_or_identity(load_covariance(given[key], d) if key in given
                                        else None, d) for key in ("cov_x", "cov_w")}
     pool = load_pool(given["task_pool"], d) if "task_pool" in given else \
         draw_pool(int(given["tasks"]), cov["cov_w"], seed)
+    check_pool_work(len(pool), d, DEFAULT_STARTS, "--task-pool with K =")
     optimum = pool_optimum(PoolLoss(pool, n, sigma, cov["cov_x"]), seed=seed)
     fresh = PopulationLoss(n, sigma, torch.as_tensor(cov["cov_x"]),
                            torch.as_tensor(cov["cov_w"]))
