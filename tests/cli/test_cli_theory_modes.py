@@ -36,7 +36,7 @@ def test_family_options_are_refused_in_the_other_modes(
     refused([*mode, *extra], name, capsys)
 
 
-@pytest.mark.parametrize("mode", [ASYMPTOTIC + ["--simulate-d", "3", "--repeats", "1"],
+@pytest.mark.parametrize("mode", [[*ASYMPTOTIC, "--simulate-d", "3", "--repeats", "1"],
                                   POOL, FAMILY], ids=["asymptotic", "pool", "family"])
 def test_seed_range_both_ways(mode: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     for seed in ("-1", str(2**62 + 1)):

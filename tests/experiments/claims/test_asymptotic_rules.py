@@ -95,9 +95,22 @@ def test_ratio_rule_edges() -> None:
     assert not ratio_matches(0.46, 0.40, 0.05) and not ratio_matches(0.34, 0.40, 0.05)
 
 
-def test_convergence_needs_two_sets_per_d(tmp_path: Path) -> None:
-    registries = Registries()
-    spec = parse_spec({"groups": [{"name": "g", "d": 2, "n": 3}], "claims": [
-        {**CLAIM, "repeats": [1, 1], "dims": [4, 6]}]}, "t.toml", registries)
-    with pytest.raises(ConfigError, match="repeats must be an integer from 2"):
-        evaluate_claims(spec, {}, registries.claims, {}, out_dir=tmp_path)
+@pytest.mark.parametrize("change, message", [
+    ({"repeats": [1, 1], "dims": [4, 6]}, "repeats must be an integer from 2"),
+    ({"repeats": 2, "dims": [4, 6]}, None),
+    ({"repeats": [2], "dims": [4, 6]}, "a list of 2"),
+    ({"repeats": [4096, 4096], "dims": [150, 200]}, "limit"),
+    ({"points": None}, "points is required"),
+])
+def test_convergence_settings_are_checked_at_load(change: dict[str, Any],
+                                                  message: str | None) -> None:
+    """Before any run of a sweep: at least two pretraining sets per d (the error is their
+    spread), a repeat per d, every simulation within its work bound; one line."""
+    claim = {key: value for key, value in {**CLAIM, **change}.items() if value is not None}
+    table = {"groups": [{"name": "g", "d": 2, "n": 3}], "claims": [claim]}
+    if message is None:
+        parse_spec(table, "t.toml", Registries())
+        return
+    with pytest.raises(ConfigError, match=message) as error:
+        parse_spec(table, "t.toml", Registries())
+    assert "\n" not in str(error.value)

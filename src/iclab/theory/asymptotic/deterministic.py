@@ -27,11 +27,12 @@ MAX_DOUBLINGS = 2100
 
 
 def spectral_integrals(z: float, kappa: float) -> tuple[float, float, float, float]:
-    """(M, P, T1, T2): M = int dF/(t + z), P = int dF/(t + z)^2, T1 = int t dF/(t + z)^2, T2 = int t^2 dF/(t +
-    z)^2 for the Marchenko-Pastur law of ratio 1/kappa (kappa = inf: the point mass at 1), each
-    a product or sum of positive numbers: with G = 1 - z M and D (``pool_share``,
-    ``mp_root``), P = -M' = (M^2/kappa + M)/D, T1 = -G' = G/D and T2 = G + z G' = G (D - z)/D,
-    D - z = (2 z (1 + 1/kappa) + (1 - 1/kappa)^2)/(D + z) (D^2 - z^2 expanded)."""
+    """(M, P, T1, T2): M = int dF/(t + z), P = int dF/(t + z)^2, T1 = int t dF/(t + z)^2,
+    T2 = int t^2 dF/(t + z)^2 for the Marchenko-Pastur law of ratio 1/kappa (kappa = inf:
+    the point mass at 1), each a product or sum of positive numbers: with G = 1 - z M and D
+    (``pool_share``, ``mp_root``), P = -M' = (M^2/kappa + M)/D, T1 = -G' = G/D and
+    T2 = G + z G' = G (D - z)/D, D - z = (2 z (1 + 1/kappa) + (1 - 1/kappa)^2)/(D + z)
+    (D^2 - z^2 expanded)."""
     m, root, share = stieltjes_mp(z, kappa), mp_root(z, kappa), pool_share(z, kappa)
     inverse = 0.0 if math.isinf(kappa) else 1.0 / kappa
     excess = (2.0 * z * (1.0 + inverse) + (1.0 - inverse) ** 2) / (root + z)

@@ -92,8 +92,8 @@ def ridgeless_e_icl(tau: float, alpha: float, kappa: float, rho: float) -> float
     tau > 1 branch, using 1 - (1 + x*) m* = -(m*/kappa) g (M's quadratic),
     x* [g (1 + (m*/kappa)(1 - g)) + (k* - 1)(1 - g)(1 + (m*/kappa) g)] + rho
     + m* (x* (1 - x* m* g/kappa) + rho (1 + x*))/(tau - 1): every term but the last
-    bracket's (bounded by the rest) is positive (rho mu*/x* = rho M_{kappa/tau}(x*)); the paper's form cancels O(x*) terms to
-    O(1) at small alpha."""
+    bracket's (bounded by the rest) is positive (rho mu*/x* = rho M_{kappa/tau}(x*)); the
+    paper's form cancels O(x*) terms to O(1) at small alpha."""
     if tau == 1.0:
         return math.inf
     x = (1.0 + rho) / alpha

@@ -26,6 +26,6 @@ def check_pool_work(tasks: int, d: int, starts: int, name: str = "--tasks") -> N
     work = pool_work(tasks, d, starts)
     if work > MAX_POOL_WORK:
         most = int(MAX_POOL_WORK / pool_work(1, d, starts))
-        raise ConfigError(f"{name} {tasks}: the pool optimum over {tasks} tasks at d={d} needs about {work:.1e} "
-                          f"work units (limit {MAX_POOL_WORK:.1e}, about a minute): give at "
-                          f"most {most} tasks at this d")
+        raise ConfigError(f"{name} {tasks}: the pool optimum over {tasks} tasks at d={d} "
+                          f"needs about {work:.1e} work units (limit {MAX_POOL_WORK:.1e}, about "
+                          f"a minute): give at most {most} tasks at this d")

@@ -31,7 +31,7 @@ from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import Site
 from iclab.theory.asymptotic.errors import asymptotic_errors
 from iclab.theory.asymptotic.formulas import check_inputs, ridgeless_e_icl
-from iclab.theory.asymptotic.simulation import SimulatedErrors, simulate
+from iclab.theory.asymptotic.simulation import SimulatedErrors, check_simulation, simulate
 from iclab.utils.errors import ConfigError
 
 Point = tuple[float, float, float, float, float]
@@ -118,6 +118,42 @@ class LuAsymptoticClaim(ClaimKind):
         "test_prompts": ClaimParameter("held-out prompts per error", integer(100, 10**6),
                                        4000),
     }
+
+    def validate_parameters(self, raw: dict[str, Any], where: str) -> dict[str, Any]:
+        """The declared checks, then, at load (before any run of a sweep): the measure's
+        required grid or points, its repeats (convergence: at least 2 per d) and every
+        simulation's work bound (``check_simulation``)."""
+        p = super().validate_parameters(raw, where)
+        measure = raw.get("measure", self.options["measure"][0])
+        if measure not in self.options["measure"]:
+            return p  # the option's own check names it
+        key = {"convergence": "points", "double-descent": "taus",
+               "kappa-transition": "kappas"}[measure]
+        if p[key] is None:
+            raise ConfigError(f"{where}: lu-asymptotic {measure}: {key} is required")
+        dims = [int(d) for d in p["dims"]] if measure == "convergence" else [int(p["d"])]
+        least, count = (2, len(dims)) if measure == "convergence" else (1, 1)
+        raw_repeats = p["repeats"]
+        values = [raw_repeats] * count if isinstance(raw_repeats, int) else list(
+            raw_repeats)[:count] if isinstance(raw_repeats, list) else []
+        if len(values) != count or not all(
+                isinstance(v, int) and not isinstance(v, bool) and least <= v <= 4096
+                for v in values):
+            raise ConfigError(f"{where}: repeats must be an integer from {least} to 4096 or a "
+                              f"list of {count} of them, got {raw_repeats!r}")
+        points: list[Point] = list(p["points"]) if measure == "convergence" else [
+            (float(x), p["alpha"], p["kappa"], p["rho"], p["lam"]) if measure ==
+            "double-descent" else (p["tau"], p["alpha"], float(x), p["rho"], p["lam"])
+            for x in p[key]]
+        for point in points:
+            check_inputs(*point)
+            for d, repeats in zip(dims, values, strict=True):
+                try:
+                    check_simulation(d, point[0], point[1], point[2], repeats,
+                                     p["test_prompts"])
+                except ConfigError as error:
+                    raise ConfigError(f"{where}: {error}") from None
+        return p
 
     def _claim(self, spec: ClaimSpec, what: str, holds: bool, metric: str, value: float,
                theory: float, label: str) -> Claim:
