@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from iclab.theory.pool.cost import check_pool_work
 from iclab.theory.pool.loss import PoolLoss
 from iclab.utils.seeding import make_generator
 
@@ -130,10 +129,9 @@ def local_optimum(loss: PoolLoss, u: torch.Tensor) -> float:
 
 def pool_optimum(loss: PoolLoss, starts: int = DEFAULT_STARTS, seed: int = 0) -> PoolOptimum:
     """The global optimum of ``loss`` (section 15.2): the best of L-BFGS searches over u from
-    the d+1 axes and ``starts`` seeded random directions, M exact for that u. ConfigError
-    up front when the search would be too long (``cost.check_pool_work``)."""
+    the d+1 axes and ``starts`` seeded random directions, M exact for that u (its cost:
+    ``cost.pool_work``; ``iclab theory`` bounds it up front)."""
     d = loss.d
-    check_pool_work(int(loss.tasks.shape[0]), d, starts, "a pool of K =")
     generator = make_generator(seed, "pool-optimum")
     initial = [*torch.eye(d + 1, dtype=torch.float64),
                *torch.randn(starts, d + 1, generator=generator, dtype=torch.float64)]
