@@ -55,3 +55,25 @@ def test_family_mode_still_takes_them(capsys: pytest.CaptureFixture[str]) -> Non
                  "1", "--bayes-prompts", "0", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["shift"] == "w-scale" and len(record["gd_steps_etas"]) == 2
+
+
+@pytest.mark.parametrize("argv, name", [
+    (["--precision", "0.1"], "--precision"),  # closed form
+    (["--family", "two-layer-relu", "--precision", "0.5"], "--precision"),  # closed moments
+    (["--x-law", "student-t:5", "--precision", "0.5"], "--precision"),  # fixed draws
+])
+def test_family_options_its_method_does_not_use(argv: list[str], name: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    refused([*FAMILY, *argv], name, capsys)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--family", "two-layer-relu", "--monte-carlo", "--precision", "0.5"],
+    ["--family", "two-layer-relu", "--bayes-prompts", "0"],
+    ["--bayes-prompts", "100"],
+])
+def test_family_options_where_they_apply(argv: list[str],
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["theory", *FAMILY, *argv, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["method"] == ("monte-carlo" if "--monte-carlo" in argv else "closed-form")

@@ -50,3 +50,21 @@ def check_applicable(mode: str, given: set[str], seed: int) -> None:
                               f"{with_what[mode]}")
     if mode == "asymptotic" and "seed" in given and "simulate_d" not in given:
         raise ConfigError("--seed applies with --asymptotic only to --simulate-d")
+
+
+def check_family_options(task: object, given: set[str], monte_carlo: bool) -> None:
+    """The family optimum's own options where its method for ``task`` does not use them
+    (``iclab.theory.family_optimum``): --precision outside the ratio Monte Carlo of
+    rotation-invariant non-Gaussian families (a closed form, a covariate law's fixed draws, a
+    span fit). ConfigError, one line naming it. (--bayes-prompts outside linear Gaussian
+    families is documented as not applying and still accepted.)"""
+    law = getattr(task, "covariate_law", None)
+    moments = None if law is not None or getattr(task, "gaussian", False) or not getattr(
+        task, "rotation_invariant", False) else getattr(task, "gd_moments", lambda: None)()
+    ratio_monte_carlo = (law is None and not getattr(task, "gaussian", False)
+                         and bool(getattr(task, "rotation_invariant", False))
+                         and (monte_carlo or moments is None))
+    if "precision" in given and not ratio_monte_carlo:
+        raise ConfigError("--precision does not apply here: this family's optimum is not the "
+                          "ratio Monte Carlo it sets the precision of (give --monte-carlo for a "
+                          "non-Gaussian rotation-invariant family)")

@@ -9,7 +9,12 @@ from typing import Any
 import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
-from iclab.cli.theory.applicable import check_applicable, given_options, mode_of
+from iclab.cli.theory.applicable import (
+    check_applicable,
+    check_family_options,
+    given_options,
+    mode_of,
+)
 from iclab.cli.theory.asymptotic import asymptotic_mode, asymptotic_options
 from iclab.cli.theory.pool import pool_theory
 from iclab.cli.theory.shift import format_shift_rows, shift_rows_json
@@ -156,6 +161,7 @@ def theory_command(
     shift_values = None if shift is None else parse_values(check_kind(shift), str(values))
     given = {key: value for key, value in task_options.items() if value is not None}
     config, task = task_of(given, registries.families)
+    check_family_options(task, given_options(), monte_carlo)  # none dropped
     d, n, sigma = config.d, config.n, config.sigma
     if shift is not None:
         shift_base(task)  # a linear Gaussian law, before any work
