@@ -61,6 +61,9 @@ def test_family_mode_still_takes_them(capsys: pytest.CaptureFixture[str]) -> Non
     (["--precision", "0.1"], "--precision"),  # closed form
     (["--family", "two-layer-relu", "--precision", "0.5"], "--precision"),  # closed moments
     (["--x-law", "student-t:5", "--precision", "0.5"], "--precision"),  # fixed draws
+    (["--x-law", "student-t:5", "--bayes-prompts", "100"], "--bayes-prompts"),
+    (["--context-correlation", "0.5", "--bayes-prompts", "100"], "--bayes-prompts"),
+    (["--family", "two-layer-relu", "--bayes-prompts", "100"], "--bayes-prompts"),
 ])
 def test_family_options_its_method_does_not_use(argv: list[str], name: str,
                                                 capsys: pytest.CaptureFixture[str]) -> None:

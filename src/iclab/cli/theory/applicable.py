@@ -52,12 +52,13 @@ def check_applicable(mode: str, given: set[str], seed: int) -> None:
         raise ConfigError("--seed applies with --asymptotic only to --simulate-d")
 
 
-def check_family_options(task: object, given: set[str], monte_carlo: bool) -> None:
+def check_family_options(task: object, given: set[str], monte_carlo: bool,
+                         bayes_prompts: int) -> None:
     """The family optimum's own options where its method for ``task`` does not use them
     (``iclab.theory.family_optimum``): --precision outside the ratio Monte Carlo of
     rotation-invariant non-Gaussian families (a closed form, a covariate law's fixed draws, a
-    span fit). ConfigError, one line naming it. (--bayes-prompts outside linear Gaussian
-    families is documented as not applying and still accepted.)"""
+    span fit), and --bayes-prompts other than 0 (none) outside linear Gaussian families with
+    Gaussian x (the only ones with a Bayes risk here). ConfigError, one line naming it."""
     law = getattr(task, "covariate_law", None)
     moments = None if law is not None or getattr(task, "gaussian", False) or not getattr(
         task, "rotation_invariant", False) else getattr(task, "gd_moments", lambda: None)()
@@ -68,3 +69,7 @@ def check_family_options(task: object, given: set[str], monte_carlo: bool) -> No
         raise ConfigError("--precision does not apply here: this family's optimum is not the "
                           "ratio Monte Carlo it sets the precision of (give --monte-carlo for a "
                           "non-Gaussian rotation-invariant family)")
+    gaussian = bool(getattr(task, "gaussian", False)) and law is None
+    if "bayes_prompts" in given and bayes_prompts != 0 and not gaussian:
+        raise ConfigError("--bayes-prompts applies only to linear Gaussian families with "
+                          "Gaussian x (no --x-law or correlated contexts); give 0 or leave it out")

@@ -161,7 +161,7 @@ def theory_command(
     shift_values = None if shift is None else parse_values(check_kind(shift), str(values))
     given = {key: value for key, value in task_options.items() if value is not None}
     config, task = task_of(given, registries.families)
-    check_family_options(task, given_options(), monte_carlo)  # none dropped
+    check_family_options(task, given_options(), monte_carlo, bayes_prompts)  # none dropped
     d, n, sigma = config.d, config.n, config.sigma
     if shift is not None:
         shift_base(task)  # a linear Gaussian law, before any work
