@@ -4,6 +4,7 @@ covered (the time axis of plain SGD runs, docs/guide/dynamics.md)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from iclab.config.sections import OptimConfig
 
@@ -33,3 +34,18 @@ def elapsed_time(optim: OptimConfig, steps: int) -> float:
     for step in range(steps):
         total += learning_rate(optim, step)
     return total
+
+
+
+def elapsed_times(optim: OptimConfig, at: Sequence[int]) -> list[float]:
+    """``elapsed_time(optim, s)`` for each s of ``at`` (increasing), in one pass over the
+    steps (the same bits), keeping only those."""
+    if constant_rate(optim):
+        return [optim.lr * step for step in at]
+    times, total, done = [], 0.0, 0
+    for target in at:
+        while done < target:
+            total += learning_rate(optim, done)
+            done += 1
+        times.append(total)
+    return times

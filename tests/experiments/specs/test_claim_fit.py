@@ -102,12 +102,12 @@ def test_the_refusal_names_the_run_of_a_swept_group() -> None:
 
 
 @pytest.mark.parametrize(("parameters", "words"), [
-    ({"measure": "kappa-transition", "kappas": [-1.0, 10.0]}, "kappa must be a number > 0"),
-    ({"measure": "kappa-transition", "kappas": [0.0, 10.0]}, "kappa must be a number > 0"),
-    ({"measure": "double-descent", "taus": [0.0, 1.0, 2.0]}, "tau must be a number > 0"),
+    ({"measure": "kappa-transition", "kappas": [-1.0, 10.0]}, "kappa must be a number from"),
+    ({"measure": "kappa-transition", "kappas": [0.0, 10.0]}, "kappa must be a number from"),
+    ({"measure": "double-descent", "taus": [0.0, 1.0, 2.0]}, "tau must be a number from"),
     ({"measure": "kappa-transition"}, "needs kappas"),
     ({"measure": "convergence"}, "needs points"),
-    ({"measure": "convergence", "points": [[2, 1, 1, 0.1, 0]], "repeats": [2]}, "repeats"),
+    ({"measure": "convergence", "points": [[2, 1, 1, 0.1, 0]], "repeats": [1, 2]}, "repeats"),
     ({"measure": "convergence", "points": [[2, 1, 1, 0.1, 0]], "dims": [40, 20]}, "dims"),
 ])
 def test_asymptotic_options_out_of_range_are_refused_at_load(parameters: dict[str, Any],
@@ -123,7 +123,7 @@ def test_asymptotic_options_at_their_edges_load() -> None:
     claims = [{"kind": "lu-asymptotic", "tolerance": 0.1, "measure": "kappa-transition",
                "kappas": [1e-6, 1e6]},
               {"kind": "lu-asymptotic", "tolerance": 0.1, "measure": "convergence",
-               "points": [[2, 1, 1, 0.1, 0]], "dims": [20, 40], "repeats": [1, 64]}]
+               "points": [[2, 1, 1, 0.1, 0]], "dims": [10, 20], "repeats": [2, 8]}]
     spec = parse_spec({"groups": [{"name": "g", **LSA}], "claims": claims}, "s.toml",
                       Registries())
     assert len(spec.claims) == 2

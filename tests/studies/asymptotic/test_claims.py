@@ -19,6 +19,7 @@ from iclab.experiments.report.write import make_figures
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import Site
 from iclab.experiments.specs.spec import Spec, builtin_spec, parse_spec
+from iclab.studies.asymptotic.errors import asymptotic_errors
 from iclab.studies.asymptotic.formulas import ridgeless_e_icl
 from iclab.studies.asymptotic.simulation import simulate
 from iclab.utils.errors import ConfigError
@@ -38,7 +39,7 @@ DOUBLE = {"section": "Task diversity", "kind": "lu-asymptotic", "measure": "doub
           "tolerance": 0.15, "test_prompts": 400, "source": "test"}
 CONVERGENCE = {"section": "Task diversity", "kind": "lu-asymptotic", "measure": "convergence",
                "points": [[0.5, 1.0, "inf", 0.1, 0.5]], "dims": [6, 12], "repeats": [3, 2, 1],
-               "tolerance": 1, "separation": 3, "test_prompts": 400, "source": "test"}
+               "tolerance": 0.012, "test_prompts": 400, "source": "test"}
 
 
 def test_claims_without_runs(tmp_path: Path) -> None:
@@ -51,14 +52,24 @@ def test_claims_without_runs(tmp_path: Path) -> None:
     small = simulate(2.0, 1.0, 0.25, 0.1, 0.0, 10, seed=0, repeats=1, test_prompts=400)
     large = simulate(2.0, 1.0, 16.0, 0.1, 0.0, 10, seed=0, repeats=1, test_prompts=400)
     assert claims[0].value == pytest.approx(small.e_idg / small.e_icl, rel=1e-12)
-    assert claims[1].value == pytest.approx((large.e_icl - large.e_idg) / large.e_icl,
-                                            rel=1e-12)
-    assert claims[0].holds == (claims[0].value <= 0.5)
+    assert claims[1].value == pytest.approx(large.e_idg / large.e_icl, rel=1e-12)
+    for claim, kappa in zip(claims[:2], (0.25, 16.0), strict=True):
+        theory = asymptotic_errors(2.0, 1.0, kappa, 0.1, 0.0)
+        assert claim.theory == pytest.approx(theory.e_idg / theory.e_icl, rel=1e-12)
+        assert claim.holds == (abs(claim.value - claim.theory) <= 0.5)
     peak = max((simulate(t, 1.0, 2.0, 0.1, 1e-4, 8, repeats=1, test_prompts=400).e_icl, t)
                for t in (0.5, 1.0, 2.0))[1]
     assert claims[2].value == peak and claims[2].theory == 1.0
     assert ridgeless_e_icl(0.9, 1.0, 2.0, 0.1) > ridgeless_e_icl(2.0, 1.0, 2.0, 0.1)
-    assert claims[3].value >= 0 and "d=6 vs 12" in claims[3].claim
+    sims = [simulate(0.5, 1.0, math.inf, 0.1, 0.5, d, seed=0, repeats=r, test_prompts=400)
+            for d, r in ((6, 3), (12, 2))]
+    theory = asymptotic_errors(0.5, 1.0, math.inf, 0.1, 0.5).e_icl
+    estimates = [2 * getattr(sims[1], key) - getattr(sims[0], key)  # the line through both
+                 for key in ("e_icl", "e_idg")]
+    worst = max(estimates, key=lambda value: abs(value - theory))
+    assert claims[3].value == pytest.approx(worst, rel=1e-9) and "d=6, 12" in claims[3].claim
+    assert claims[3].theory == theory
+    assert claims[3].holds == (abs(worst - theory) <= 0.012)
     figures = make_figures(context, registries.claims)
     assert [f.name for f in figures] == ["task_diversity_asymptotic.png"]
     assert (tmp_path / figures[0].name).stat().st_size > 10_000
@@ -75,6 +86,7 @@ def test_a_kind_with_runs_still_needs_its_group() -> None:
     ({"points": [[0.5, 1.0]]}, "points must be a list"),
     ({"points": [[-0.5, 1.0, 2.0, 0.1, 0.0]]}, "must be a number"),
     ({"dims": [20]}, "dims must be a list"),
+    ({"memorised": 0.5}, "memorised"),
     ({"measure": "peak"}, "measure must be one of"),
 ])
 def test_bad_parameters(change: dict[str, Any], message: str) -> None:
@@ -84,7 +96,7 @@ def test_bad_parameters(change: dict[str, Any], message: str) -> None:
 
 
 def test_builtin_specs_state_the_asymptotic_claims() -> None:
-    for name, dims in (("reproduce", (20, 40, 80)), ("reproduce-quick", (20, 40))):
+    for name, dims in (("reproduce", (10, 20)), ("reproduce-quick", (10, 20))):
         claims = [c for c in builtin_spec(name, Registries()).claims
                   if c.kind == "lu-asymptotic"]
         assert {c.options["measure"] for c in claims} == {
@@ -93,7 +105,8 @@ def test_builtin_specs_state_the_asymptotic_claims() -> None:
                    for c in claims)
         (convergence,) = [c for c in claims if c.options["measure"] == "convergence"]
         assert tuple(convergence.parameters["dims"]) == dims
-        assert any(math.isinf(p[2]) for p in convergence.parameters["points"])
+        assert convergence.tolerance < 0.015  # a theory off by 0.03 cannot pass
+        assert all(r >= 100 for r in convergence.parameters["repeats"])
 
 
 class Constant(ClaimKind):

@@ -77,3 +77,18 @@ def test_gap_shrinks_to_d80() -> None:
     (g20, _), (g40, s40), (g80, s80) = gaps(*POINTS[0], dims=(20, 40, 80), repeats=(4, 2, 1))
     assert g80 < g20
     assert g80 <= g40 + 3 * math.hypot(s40, s80)
+
+
+def test_work_bound_both_ways() -> None:
+    """A simulation over MAX_WORK (every repeat together) is refused up front with one line
+    naming --repeats and the limit; one at the limit's side is accepted by the check."""
+    from iclab.studies.asymptotic.simulation import MAX_WORK, check_simulation, simulation_work
+    one = simulation_work(40, 2.0, 1.0, 2.0, 1, 20_000)
+    most = int(MAX_WORK // one)
+    check_simulation(40, 2.0, 1.0, 2.0, most, 20_000)
+    with pytest.raises(ConfigError, match=f"limit.*--repeats at most {most}$"):
+        check_simulation(40, 2.0, 1.0, 2.0, most + 1, 20_000)
+    with pytest.raises(ConfigError, match="use a smaller d or tau"):
+        check_simulation(200, 1e3, 1.0, 2.0, 1, 20_000)
+    with pytest.raises(ConfigError, match="context of N"):
+        check_simulation(200, 0.5, 1e6, 2.0, 1, 20_000)

@@ -123,3 +123,14 @@ def test_gamma_is_the_linear_part_of_the_weights() -> None:
     gamma = u[-1] * M[:2].T + np.outer(M[2], u[:2])
     np.testing.assert_allclose(optimum.gamma, gamma, rtol=0, atol=1e-12)
     assert abs(np.linalg.norm(u) - 1) < 1e-12
+
+
+def test_search_cost_is_bounded_up_front() -> None:
+    """A pool whose search is over MAX_POOL_WORK is refused before any search (one line naming
+    the limit and the most tasks); the largest accepted count passes the check."""
+    from iclab.studies.pool.cost import MAX_POOL_WORK, check_pool_work, pool_work
+    from iclab.utils.errors import ConfigError
+    most = int(MAX_POOL_WORK // pool_work(1, 3, 24))
+    check_pool_work(most, 3, 24)
+    with pytest.raises(ConfigError, match=f"--tasks {most + 1}: .*limit.*at most {most}"):
+        check_pool_work(most + 1, 3, 24)

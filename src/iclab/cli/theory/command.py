@@ -10,6 +10,7 @@ import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
 from iclab.cli.run_options import run_sections
+from iclab.cli.theory.applicable import check_applicable, check_family_options, given_options
 from iclab.config.sections import RunConfig, TaskConfig
 from iclab.config.task_section import option_values, task_section
 from iclab.experiments.registries import Registries
@@ -144,7 +145,10 @@ def theory_command(
     value, lsa_loss (the exact loss of this optimal LSA under the shifted test law),
     bayes_loss, bayes_loss_stderr (the Bayes risk of the test law) and ratio).
     """
-    for mode in registries.theory_modes:  # a study's mode (--asymptotic: its own options)
+    active = [mode.name for mode in registries.theory_modes if mode.active(task_options)]
+    check_applicable(active[0] if active else None, given_options(), seed,
+                     registries.theory_additions)  # none dropped, the seed in its range
+    for mode in registries.theory_modes:  # a study's mode (--asymptotic, a task pool)
         if mode.run(task_options, seed, as_json):
             return
     _check_numbers({"seed": seed, "layers": layers, "preconditioned": preconditioned,
@@ -152,8 +156,9 @@ def theory_command(
     requests = [(addition, addition.take(task_options))
                 for addition in registries.theory_additions]
     requests = [(addition, request) for addition, request in requests if request is not None]
-    given = {key: value for key, value in task_options.items() if value is not None}
-    config, task = task_of(given, registries.families, seed)
+    given_task = {key: value for key, value in task_options.items() if value is not None}
+    config, task = task_of(given_task, registries.families, seed)
+    check_family_options(task, given_options(), monte_carlo, bayes_prompts)  # none dropped
     d, n, sigma = config.d, config.n, config.sigma
     for addition, request in requests:
         addition.check(request, task)  # before any work
@@ -173,7 +178,7 @@ def theory_command(
         return
     record: dict[str, Any] = {"family": config.family, "d": d, "n": n, "sigma": sigma}
     record.update({key: value for key, value in option_values(config).items()
-                   if key in given})  # the family's options as given
+                   if key in given_task})  # the family's options as given
     record.update(optimum.to_json())
     if steps is not None:
         record.update(steps.to_json())

@@ -2,11 +2,12 @@
 optimum's output.
 
 A ``TheoryMode`` (``--asymptotic``, ``--task-pool``) gives click options (added to the
-command's) and a ``run`` that is handed the command's options (a dict it pops its own options
-from), the seed and ``--json``: it returns True when it handled the invocation (its flag was
-given: it printed its result) and False to leave it to the next mode and, after every mode,
-to the one-layer optimum. A mode refuses its own options given without its flag, and options
-it does not use, with one line (ConfigError).
+command's), ``active`` (whether the command's options ask for it) and a ``run`` that is
+handed the command's options (a dict it pops its own options from), the seed and ``--json``:
+it prints its result and returns True. The command refuses the one-layer optimum's options
+and the additions' given with an active mode (``iclab.cli.theory.applicable``); a mode refuses
+its own options given without its flag, and the task options it does not use, with one line
+(ConfigError).
 
 A ``TheoryAddition`` (``--shift``) adds rows to the one-layer optimum's output: ``take`` pops
 its options and returns its checked request (None when not asked) before the family is built,
@@ -34,6 +35,8 @@ class TheoryMode:
 
     name: str
     options: Options
+    active: Callable[[dict[str, Any]], bool]
+    """Whether the command's options ask for this mode (its flag is given)."""
     run: ModeRunner
 
 

@@ -20,18 +20,23 @@ from __future__ import annotations
 
 import math
 
-from iclab.studies.asymptotic.formulas import stieltjes_mp
+from iclab.studies.asymptotic.formulas import mp_root, pool_share, stieltjes_mp
+
+MAX_DOUBLINGS = 2100
+"""Doublings of the bracket of the effective ridge (from 1e-300 past 1e308: always enough)."""
 
 
-def stieltjes_with_derivative(z: float, kappa: float) -> tuple[float, float]:
-    """(M, M') = (int dF/(t + z), d/dz of it) for the Marchenko-Pastur law of ratio 1/kappa
-    (kappa = inf: the point mass at 1); M' = -(M^2/kappa + M)/sqrt(b^2 + 4z/kappa),
-    b = z + 1 - 1/kappa, by differentiating (z/kappa) M^2 + b M - 1 = 0."""
-    m = stieltjes_mp(z, kappa)
-    if math.isinf(kappa):
-        return m, -m * m
-    b = z + 1.0 - 1.0 / kappa
-    return m, -(m * m / kappa + m) / math.sqrt(b * b + 4.0 * z / kappa)
+def spectral_integrals(z: float, kappa: float) -> tuple[float, float, float, float]:
+    """(M, P, T1, T2): M = int dF/(t + z), P = int dF/(t + z)^2, T1 = int t dF/(t + z)^2,
+    T2 = int t^2 dF/(t + z)^2 for the Marchenko-Pastur law of ratio 1/kappa (kappa = inf:
+    the point mass at 1), each a product or sum of positive numbers: with G = 1 - z M and D
+    (``pool_share``, ``mp_root``), P = -M' = (M^2/kappa + M)/D, T1 = -G' = G/D and
+    T2 = G + z G' = G (D - z)/D, D - z = (2 z (1 + 1/kappa) + (1 - 1/kappa)^2)/(D + z)
+    (D^2 - z^2 expanded)."""
+    m, root, share = stieltjes_mp(z, kappa), mp_root(z, kappa), pool_share(z, kappa)
+    inverse = 0.0 if math.isinf(kappa) else 1.0 / kappa
+    excess = (2.0 * z * (1.0 + inverse) + (1.0 - inverse) ** 2) / (root + z)
+    return m, (m * m * inverse + m) / root, share / root, share * excess / root
 
 
 def shrinkage(z: float, tau: float, kappa: float, x: float) -> float:
@@ -44,7 +49,7 @@ def shrinkage(z: float, tau: float, kappa: float, x: float) -> float:
 def _bisect(function: object, low: float, high: float) -> float:
     """The root of an increasing function (a callable) on [low, high], to the last bit."""
     assert callable(function)
-    for _ in range(400):
+    for _ in range(2200):
         middle = 0.5 * (low + high)
         if middle in (low, high):
             break
@@ -55,35 +60,45 @@ def _bisect(function: object, low: float, high: float) -> float:
     return 0.5 * (low + high)
 
 
-def effective_ridge(tau: float, kappa: float, x: float, lam: float) -> float:
-    """z >= x*: the root of c(z) (z - x*) = lam (lam > 0), or lam = 0: x* where c(x*) > 0
-    (tau > 1), else the root of c(z) = 0 (tau < 1: the fit interpolates, c -> 0)."""
+def ridge_excess(tau: float, kappa: float, x: float, lam: float) -> float:
+    """delta = z - x* >= 0 for the effective ridge z: the root of c(x* + delta) delta = lam
+    (lam > 0), or lam = 0: 0 where c(x*) > 0 (tau > 1), else the root of c(x* + delta) = 0
+    (tau < 1: the fit interpolates, c -> 0). Solved for delta, not z, so that a small delta
+    beside a large x* keeps its digits; the bracket doubles from 1 (a bounded number of
+    times)."""
     if lam == 0.0:
         if shrinkage(x, tau, kappa, x) > 0:
-            return x
-        def target(z: float) -> float:
-            return shrinkage(z, tau, kappa, x)
+            return 0.0
+        def target(delta: float) -> float:
+            return shrinkage(x + delta, tau, kappa, x)
     else:
-        def target(z: float) -> float:
-            return shrinkage(z, tau, kappa, x) * (z - x) - lam
-    high = x + 1.0
-    while target(high) <= 0:
-        high = x + 2.0 * (high - x)
-    return _bisect(target, x, high)
+        def target(delta: float) -> float:
+            return shrinkage(x + delta, tau, kappa, x) * delta - lam
+    high = 1.0
+    for _ in range(MAX_DOUBLINGS):
+        if target(high) > 0:
+            return _bisect(target, 0.0, high)
+        high *= 2.0
+    raise ArithmeticError(f"no effective ridge below {high:g}")  # unreachable: c -> 1
+
+
+def effective_ridge(tau: float, kappa: float, x: float, lam: float) -> float:
+    """z = x* + delta (``ridge_excess``)."""
+    return x + ridge_excess(tau, kappa, x, lam)
 
 
 def ridge_errors(tau: float, alpha: float, kappa: float, rho: float,
                  lam: float) -> tuple[float, float]:
     """(e_ICL, e_IDG) of the deterministic equivalent (module docstring); inputs checked by
-    the caller (tau = 1 with lam = 0 diverges)."""
+    the caller (tau = 1 with lam = 0 diverges). Every integral is a sum of positive terms
+    (``spectral_integrals``): int (t + x*)^2/(t + z)^2 = T2 + 2 x* T1 + x*^2 P, int (t +
+    x*)/(t + z)^2 = T1 + x* P, int (z^2 + x* t^2)/(t + z)^2 = z^2 P + x* T2."""
     x = (1.0 + rho) / alpha
     z = effective_ridge(tau, kappa, x, lam)
-    m, dm = stieltjes_with_derivative(z, kappa)
-    # int t/(t+z)^2 = M + z M', int t^2/(t+z)^2 = 1 - 2 z M - z^2 M', int 1/(t+z)^2 = -M'
-    first, second = m + z * dm, 1.0 - 2.0 * z * m - z * z * dm
+    _, square, first, second = spectral_integrals(z, kappa)
     pool = rho + z * z * first + x * second
-    spread = 1.0 + 2.0 * (x - z) * m - (x - z) ** 2 * dm  # int (t + x*)^2/(t + z)^2
+    spread = second + 2.0 * x * first + x * x * square
     e_idg = pool / (1.0 - spread / tau)
-    weight = m - (x - z) * dm  # int (t + x*)/(t + z)^2
-    e_icl = rho - z * z * dm + x * second + (1.0 + x) * e_idg / tau * weight
+    weight = first + x * square
+    e_icl = rho + z * z * square + x * second + (1.0 + x) * e_idg / tau * weight
     return e_icl, e_idg

@@ -26,8 +26,12 @@ from iclab.utils.seeding import derive_seed
 
 CHUNK_ENTRIES = 4_000_000
 """About how many floats one chunk of prompts holds (32 MB)."""
-MAX_FEATURES_WORK = 4e12
-"""The largest min(n, p)^2 max(n, p) accepted (about a few minutes on one core)."""
+MAX_WORK = 6e11
+"""The most work units (``simulation_work``) of one simulation, every repeat together:
+measured at 1.4e10 to 4e10 units a second on one loaded core, so at most about 45 s."""
+DRAW_COST = 200.0
+"""Work units per normal draw (a draw costs about what 200 floating-point operations of the
+solve do)."""
 
 
 @dataclass(frozen=True)
@@ -135,19 +139,37 @@ def _test_error(gamma: np.ndarray, prompts: int, context: int, rho: float,
     return float(values.mean()), float(values.std(ddof=1) / math.sqrt(prompts))
 
 
+def simulation_work(d: int, tau: float, alpha: float, kappa: float, repeats: int,
+                    test_prompts: int) -> float:
+    """The work units of ``simulate``: per repeat the solve, min(n, p)^2 max(n, p) with p =
+    d(d+1), and DRAW_COST per token drawn, (n + 2 test_prompts)(N + 1) d."""
+    n, _, context = sizes(d, tau, alpha, kappa)
+    p = d * (d + 1)
+    solve = float(min(n, p)) ** 2 * max(n, p)
+    draws = DRAW_COST * (n + 2.0 * test_prompts) * (context + 1) * d
+    return repeats * (solve + draws)
+
+
 def check_simulation(d: int, tau: float, alpha: float, kappa: float, repeats: int,
                      test_prompts: int) -> None:
-    """ConfigError (one line) on a bad d, repeats or test_prompts, or a fit too large."""
+    """ConfigError (one line) on a bad d, repeats or test_prompts, a prompt larger than a
+    chunk, or a simulation over MAX_WORK (naming the limit and the repeats that fit)."""
     if not 2 <= d <= 200:
         raise ConfigError(f"--simulate-d must be an integer from 2 to 200, got {d}")
     if repeats < 1 or test_prompts < 2:
         raise ConfigError(f"repeats must be >= 1 and test prompts >= 2, got {repeats}, "
                           f"{test_prompts}")
-    n, _, _ = sizes(d, tau, alpha, kappa)
-    p = d * (d + 1)
-    if min(n, p) ** 2 * max(n, p) > MAX_FEATURES_WORK:
-        raise ConfigError(f"--simulate-d {d} with --tau {tau}: n = {n} prompts and {p} "
-                          f"features is too large a fit; use a smaller d or tau")
+    n, _, context = sizes(d, tau, alpha, kappa)
+    if (context + 1) * d > CHUNK_ENTRIES:
+        raise ConfigError(f"--simulate-d {d} with --alpha {alpha}: a context of N = {context} "
+                          f"examples is too long (N d at most {CHUNK_ENTRIES:.0e})")
+    work = simulation_work(d, tau, alpha, kappa, repeats, test_prompts)
+    if work > MAX_WORK:
+        fit = int(MAX_WORK / simulation_work(d, tau, alpha, kappa, 1, test_prompts))
+        hint = f"give --repeats at most {fit}" if fit >= 1 else "use a smaller d or tau"
+        raise ConfigError(f"--simulate-d {d} with --tau {tau:g} and --repeats {repeats}: n = "
+                          f"{n} prompts, {d * (d + 1)} features, about {work:.1e} work units "
+                          f"(limit {MAX_WORK:.0e}, about 45 s); {hint}")
 
 
 def simulate(tau: float, alpha: float, kappa: float, rho: float, lam: float, d: int,

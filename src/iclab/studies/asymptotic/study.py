@@ -17,5 +17,7 @@ STUDY = Study(
     "Lu et al.'s asymptotic e_ICL and e_IDG of ridge-fitted linear attention, and their "
     "finite-d simulation",
     claim_kinds=lambda: (LuAsymptoticClaim(),),
-    theory_modes=lambda: (TheoryMode("asymptotic", asymptotic_options, asymptotic_mode),),
+    theory_modes=lambda: (TheoryMode("asymptotic", asymptotic_options,
+                                     lambda options: bool(options.get("asymptotic")),
+                                     asymptotic_mode),),
 )

@@ -1,5 +1,5 @@
 """``iclab theory --asymptotic``: Lu et al.'s asymptotic e_ICL and e_IDG of the ridge-fitted
-reduced linear attention (``iclab.theory.asymptotic``), with the finite-d simulation beside
+reduced linear attention (``iclab.studies.asymptotic``), with the finite-d simulation beside
 them (``--simulate-d``)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from iclab.cli.theory.applicable import given_options
 from iclab.studies.asymptotic.errors import AsymptoticErrors, asymptotic_errors
 from iclab.studies.asymptotic.simulation import SimulatedErrors, simulate
 from iclab.utils.errors import ConfigError
@@ -28,15 +29,16 @@ def asymptotic_options() -> list[Callable[[Any], Any]]:
                      help="Lu et al.'s asymptotic e_ICL and e_IDG of ridge-fitted linear "
                           "attention (needs --tau; see docs/theory.md section 16)."),
         click.option("--tau", type=float, default=None,
-                     help="--asymptotic: prompts n = tau d^2 (> 0)."),
+                     help="--asymptotic: prompts n = tau d^2 (1e-6 to 1e6)."),
         click.option("--alpha", type=float, default=None,
-                     help="--asymptotic: context length N = alpha d (> 0; default 1)."),
+                     help="--asymptotic: context length N = alpha d (1e-6 to 1e6; default "
+                          "1)."),
         click.option("--kappa", type=str, default=None,
-                     help="--asymptotic: tasks k = kappa d (> 0, or inf: default)."),
+                     help="--asymptotic: tasks k = kappa d (1e-6 to 1e6, or inf: default)."),
         click.option("--rho", type=float, default=None,
-                     help="--asymptotic: label noise variance (default 0)."),
+                     help="--asymptotic: label noise variance (0 to 1e6; default 0)."),
         click.option("--lam", type=float, default=None,
-                     help="--asymptotic: ridge penalty (default 0)."),
+                     help="--asymptotic: ridge penalty (0 to 1e6; default 0)."),
         click.option("--simulate-d", type=int, default=None,
                      help="--asymptotic: also the ridge fit simulated at this d (2 to 200)."),
         click.option("--repeats", type=int, default=None,
@@ -86,6 +88,8 @@ def asymptotic_mode(options: dict[str, Any], seed: int, as_json: bool) -> bool:
                           f"--{task[0].replace('_', '-')}")
     if own["tau"] is None:
         raise ConfigError("--asymptotic needs --tau")
+    if own["simulate_d"] is None and "seed" in given_options():
+        raise ConfigError("--seed applies with --asymptotic only to --simulate-d")
     values: dict[str, float] = {key: float(DEFAULTS[key] if own[key] is None else own[key])
                                 for key in NUMBERS if key != "kappa"}
     values["kappa"] = _kappa(own["kappa"])

@@ -1,13 +1,19 @@
 """The files of ``iclab dynamics``: dynamics.json (everything), dynamics.csv (the logged
 times with both curves) and dynamics.png (both curves against t on a log axis, the rank-k
-loss levels as lines), each written atomically."""
+loss levels as lines), written all or none: every file's content is made first (a number
+that is not finite refuses them all), then each is written atomically, and a failed write
+removes the files this call created."""
 
 from __future__ import annotations
 
+import io
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from iclab.utils.io import atomic_write, atomic_write_json, atomic_write_text, csv_text
+from iclab.utils.errors import NotFiniteError
+from iclab.utils.io import atomic_write, atomic_write_text, csv_text
 
 JSON_NAME, CSV_NAME, PNG_NAME = "dynamics.json", "dynamics.csv", "dynamics.png"
 COLUMNS = ("time", "step", "flow_loss", "sgd_loss", "sgd_loss_stderr")
@@ -21,7 +27,8 @@ def dynamics_csv(data: dict[str, Any]) -> str:
     return csv_text([dict(zip(COLUMNS, row, strict=True)) for row in rows])
 
 
-def _draw(data: dict[str, Any], path: Path) -> None:
+def _png(data: dict[str, Any]) -> bytes:
+    """dynamics.png's bytes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -53,12 +60,47 @@ def _draw(data: dict[str, Any], path: Path) -> None:
     axes.legend(fontsize=8)
     plain_log_ticks(figure)
     figure.tight_layout()
-    figure.savefig(path, dpi=120, format="png")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, dpi=120, format="png")
+    return buffer.getvalue()
+
+
+def _bytes_writer(body: bytes) -> Callable[[Path], None]:
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(body)
+
+    return write
 
 
 def write_dynamics(out_dir: Path, data: dict[str, Any]) -> None:
-    """Create ``out_dir`` and write the three files (the JSON last)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out_dir / CSV_NAME, dynamics_csv(data))
-    atomic_write(out_dir / PNG_NAME, lambda tmp: _draw(data, tmp))
-    atomic_write_json(out_dir / JSON_NAME, data)
+    """Create ``out_dir`` and write the three files, all or none (module doc)."""
+    try:
+        text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    except ValueError:
+        raise NotFiniteError(f"{out_dir / JSON_NAME}: a number to be written is not finite "
+                             f"(NaN or infinity), so nothing is written") from None
+    png = _png(data)
+    contents: list[tuple[str, str | bytes]] = [(CSV_NAME, dynamics_csv(data)),
+                                               (PNG_NAME, png), (JSON_NAME, text)]
+    missing = [parent for parent in (out_dir, *out_dir.parents) if not parent.exists()]
+    created: list[Path] = []
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name, content in contents:
+            path = out_dir / name
+            existed = path.exists()
+            if isinstance(content, bytes):
+                atomic_write(path, _bytes_writer(content))
+            else:
+                atomic_write_text(path, content)
+            if not existed:
+                created.append(path)
+    except BaseException:
+        for path in created:
+            path.unlink(missing_ok=True)
+        for folder in missing:    # deepest first
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise

@@ -19,7 +19,6 @@ stationary excess over the flow, O(lr / batch), which the evaluated curve does n
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -28,10 +27,13 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from iclab.config.schedule import elapsed_times
 from iclab.config.train import TrainConfig
 from iclab.models.lsa.options import LSAOptions
 from iclab.runs.folder import check_out_dir, read_finished_run
-from iclab.studies.dynamics.flow_curve import FlowCurve, flow_curve
+from iclab.studies.dynamics.checks import check_honoured, read_sgd_metrics
+from iclab.studies.dynamics.cost import check_flow_cost, check_landings
+from iclab.studies.dynamics.flow_curve import CONVERGED_GAP, FlowCurve, flow_curve
 from iclab.studies.dynamics.heads_loss import HeadsLoss
 from iclab.studies.dynamics.outputs import write_dynamics
 from iclab.studies.dynamics.plateaus import find_plateaus, merged_drop_time, rank_k_losses
@@ -50,22 +52,29 @@ MAX_REPLICATES = 1000
 
 def check_dynamics_config(config: TrainConfig) -> tuple[TaskFamily, HeadsLoss]:
     """The task and the exact loss in the model's raw parameters, or ConfigError (one line):
-    a linear Gaussian family, the multi-head lsa, SGD (after every check of ``iclab train``)."""
-    task = config.checked_task()
-    if not task.gaussian:
-        raise ConfigError(f"iclab dynamics needs a linear Gaussian family (linear-gaussian, "
-                          f"Gaussian covariates); got {config.task.family!r}")
+    a linear Gaussian family with fresh tasks, the multi-head lsa, plain SGD, no option the
+    comparison does not honour (``check_honoured``); the model's and the optimiser's first,
+    then every check of ``iclab train``, which builds the family."""
     options = config.model
-    if config.model_name != "lsa" or not (isinstance(options, LSAOptions)
-                                          and options.multi_head):
+    if config.model_name != "lsa" or not isinstance(options, LSAOptions) or not (
+            options.multi_head or options.deep):
         raise ConfigError("iclab dynamics needs the multi-head lsa model: give --heads H "
                           "and/or --kq separate")
+    if options.deep:
+        raise ConfigError("iclab dynamics needs the one-layer multi-head lsa model; leave "
+                          "--layers, --parameterisation and --looped at their defaults")
     if config.optim.optimizer != "sgd":
         raise ConfigError(f"iclab dynamics compares plain SGD with gradient flow; got "
                           f"optimizer {config.optim.optimizer!r}")
     if config.optim.momentum:
         raise ConfigError(f"iclab dynamics compares plain SGD (momentum 0) with gradient flow; "
                           f"got momentum {config.optim.momentum:g}")
+    check_honoured(config)
+    task = config.checked_task()
+    if not task.gaussian:
+        raise ConfigError(f"iclab dynamics needs fresh tasks of the linear Gaussian family "
+                          f"(Gaussian, independent covariates, no task pool); got "
+                          f"{task.name!r}")
     loss = HeadsLoss(options.kq, options.head_count, options.rank, task.n, float(task.sigma),
                      np.asarray(getattr(task, "sigma_x"), float),  # noqa: B009
                      np.asarray(getattr(task, "sigma_w"), float),  # noqa: B009
@@ -92,6 +101,18 @@ def _evaluated(model: Any, task: TaskFamily, prompts: int, seed: int, step: int)
     return float(error.square().mean())
 
 
+def _exact_loss(loss: HeadsLoss, model: Any, step: int, replicate: int, lr: float) -> float:
+    """The exact loss of the SGD iterate, or ConfigError (one line) if SGD has diverged."""
+    with np.errstate(all="ignore"):
+        theta = loss.join(*model.raw_parameters())
+        finite = bool(np.all(np.isfinite(theta)) and np.all(np.isfinite(loss.gamma(theta))))
+        value = loss.loss(theta) if finite else math.inf
+    if not math.isfinite(value):
+        raise ConfigError(f"SGD diverged by step {step} (replicate {replicate}: loss not "
+                          f"finite); lower --lr, now {lr:g}")
+    return value
+
+
 def sgd_curves(config: TrainConfig, task: TaskFamily, loss: HeadsLoss, replicates: int,
                progress: bool) -> tuple[np.ndarray, np.ndarray]:
     """(evaluated, exact), each (replicates, logged steps): each SGD replicate's iterate's
@@ -114,14 +135,14 @@ def sgd_curves(config: TrainConfig, task: TaskFamily, loss: HeadsLoss, replicate
             for step in range(config.optim.steps):
                 train_step(step)
                 if step + 1 == steps[column]:
-                    out[r, column] = loss.loss(loss.join(*model.raw_parameters()))
+                    out[r, column] = _exact_loss(loss, model, step + 1, r, config.optim.lr)
                     evaluated[r, column] = _evaluated(model, task, config.run.eval_prompts,
                                                       seed, step + 1)
                     column += 1
                 bar.update(1)
-            if not np.all(np.isfinite(out[r])):
-                raise ConfigError(f"SGD diverged (replicate {r}); use a smaller --lr, now "
-                                  f"{config.optim.lr:g}")
+            if not (np.all(np.isfinite(out[r])) and np.all(np.isfinite(evaluated[r]))):
+                raise ConfigError(f"SGD diverged (replicate {r}: loss not finite); lower "
+                                  f"--lr, now {config.optim.lr:g}")
     bar.close()
     return evaluated, out
 
@@ -153,7 +174,9 @@ def _flow_summary(config: TrainConfig, loss: HeadsLoss, theta0: np.ndarray,
         "plateaus": [plateau.to_json() for plateau in plateaus],
         "rank_k_losses": levels.tolist(), "loss_star": float(levels[-1]),
         "flow_final_time": curve.final_time, "flow_final_loss": curve.final_loss,
-        "flow_converged": curve.converged, "flow_error": curve.error,
+        "flow_converged": curve.converged, "flow_stop": curve.stop,
+        "flow_target": curve.target, "flow_gap": curve.gap,
+        "flow_converged_gap": CONVERGED_GAP, "flow_error": curve.error,
         "flow_steps": curve.steps, "flow_grid": curve.grid.tolist(),
         "flow_grid_loss": curve.grid_losses.tolist(),
         "drop_time_flow": flow_drop_time(curve),
@@ -161,39 +184,49 @@ def _flow_summary(config: TrainConfig, loss: HeadsLoss, theta0: np.ndarray,
     }
 
 
-def _progress_bar(progress: bool, end: float) -> Any:
-    bar = tqdm(total=1000, disable=not progress, desc="flow", dynamic_ncols=True,
-               mininterval=0.5, unit="‰ of ln t")
-    start: list[float | None] = [None]
+def _flow(loss: HeadsLoss, theta0: np.ndarray, times: np.ndarray,
+          progress: bool) -> FlowCurve:
+    """The flow at ``times``, its cost checked first (``check_flow_cost``); the bar names
+    the estimate."""
+    estimate = check_flow_cost(loss, float(times[-1]), times.size)
+    bar = tqdm(total=1000, disable=not progress, dynamic_ncols=True, mininterval=0.5,
+               desc=f"flow (about {estimate:.2g} steps to the last logged time)",
+               unit="‰ of ln t")
+    start, end = [float(times[0]) / 100], float(times[-1])
 
     def update(t: float) -> None:
-        first = start[0] if start[0] is not None else t
-        start[0] = first
-        done = min(1000, int(1000 * math.log(max(t / first, 1.0))
-                             / max(math.log(end / first), 1e-12)))
+        done = min(1000, int(1000 * math.log(max(t / start[0], 1.0))
+                             / max(math.log(end / start[0]), 1e-12)))
         bar.update(max(done - bar.n, 0))
 
-    return bar, update
+    try:
+        return flow_curve(loss, theta0, times, progress=update)
+    finally:
+        bar.close()
+
+
+def check_replicates(replicates: int) -> None:
+    if isinstance(replicates, bool) or not isinstance(replicates, int) \
+            or not 2 <= replicates <= MAX_REPLICATES:
+        raise ConfigError(f"--replicates must be an integer from 2 to {MAX_REPLICATES}, got "
+                          f"{replicates!r}")
 
 
 def run_dynamics(config: TrainConfig, out: str | Path, flow_only: bool = False,
                  replicates: int = DEFAULT_REPLICATES, progress: bool = True) -> dict[str, Any]:
     """SGD (unless ``flow_only``) and the exact flow for ``config``; writes dynamics.json,
-    .csv and .png in ``out``; returns dynamics.json's content."""
-    if isinstance(replicates, bool) or not isinstance(replicates, int) \
-            or not 2 <= replicates <= MAX_REPLICATES:
-        raise ConfigError(f"--replicates must be an integer from 2 to {MAX_REPLICATES}, got "
-                          f"{replicates!r}")
+    .csv and .png in ``out`` (all or none); returns dynamics.json's content."""
+    check_replicates(replicates)
     out_dir = check_out_dir(out)
     task, loss = check_dynamics_config(config)
+    check_landings(config.optim.steps // config.run.log_every + 1)
     theta0 = loss.join(*initial_model(config).raw_parameters())
     steps = logged_steps(config)
-    times = np.array([config.elapsed_time(step) for step in steps])
+    times = np.array(elapsed_times(config.optim, steps))
+    check_flow_cost(loss, float(times[-1]), times.size)
     evaluated, exact = (None, None) if flow_only else sgd_curves(config, task, loss,
                                                                  replicates, progress)
-    bar, update = _progress_bar(progress, float(times[-1]))
-    curve = flow_curve(loss, theta0, times, progress=update)
-    bar.close()
+    curve = _flow(loss, theta0, times, progress)
     data: dict[str, Any] = {
         "times": times.tolist(), "steps": steps, "flow_loss": curve.losses.tolist(),
         **dict(zip(("sgd_loss", "sgd_loss_stderr"), _mean_and_stderr(evaluated),
@@ -214,19 +247,23 @@ def run_dir_dynamics(run_dir: str | Path, out: str | Path | None = None,
                      progress: bool = True) -> dict[str, Any]:
     """The flow beside a finished SGD run's metrics (window means of batch losses, each
     compared with the flow's mean over the same steps); writes in ``out`` (default
-    RUN_DIR/dynamics)."""
+    RUN_DIR/dynamics). The metrics are checked line by line against the run's config
+    (``read_sgd_metrics``) before any work."""
     config, _ = read_finished_run(Path(run_dir))
     _, loss = check_dynamics_config(config)
     out_dir = check_out_dir(out if out is not None else Path(run_dir) / "dynamics")
-    records = [json.loads(line) for line in
-               RunFolder(Path(run_dir)).metrics.read_text().splitlines() if line.strip()]
-    if not records or any("time" not in record for record in records):
-        raise ConfigError(f"{run_dir}: its metrics have no time axis (an SGD run logs time)")
+    check_landings(config.optim.steps)
+    every = elapsed_times(config.optim, range(config.optim.steps + 1))
+    if not every[-1] > 0:
+        raise ConfigError(f"{run_dir}: its time axis ends at t = {every[-1]!r}; the flow "
+                          f"needs t > 0")
+    records = read_sgd_metrics(RunFolder(Path(run_dir)).metrics, config, every)
     theta0 = loss.join(*initial_model(config).raw_parameters())
-    every = [config.elapsed_time(step) for step in range(config.optim.steps)]
-    bar, update = _progress_bar(progress, every[-1] if every[-1] > 0 else 1.0)
-    curve = flow_curve(loss, theta0, np.array(every[1:]), progress=update)
-    bar.close()
+    times = np.array(sorted(set(every[1:])))
+    if times.size != len(every) - 1:
+        raise ConfigError(f"{run_dir}: its steps do not all advance the time (a zero "
+                          f"learning rate); the flow needs increasing times")
+    curve = _flow(loss, theta0, times, progress)
     at_steps = np.concatenate([[loss.loss(theta0)], curve.losses])
     flow, previous = [], 0
     for record in records:

@@ -129,7 +129,8 @@ def local_optimum(loss: PoolLoss, u: torch.Tensor) -> float:
 
 def pool_optimum(loss: PoolLoss, starts: int = DEFAULT_STARTS, seed: int = 0) -> PoolOptimum:
     """The global optimum of ``loss`` (section 15.2): the best of L-BFGS searches over u from
-    the d+1 axes and ``starts`` seeded random directions, M exact for that u."""
+    the d+1 axes and ``starts`` seeded random directions, M exact for that u (its cost:
+    ``cost.pool_work``; ``iclab theory`` bounds it up front)."""
     d = loss.d
     generator = make_generator(seed, "pool-optimum")
     initial = [*torch.eye(d + 1, dtype=torch.float64),

@@ -27,6 +27,10 @@ def _pooled(family: TaskFamily, options: PoolOptions, family_options: Any,
     return pooled
 
 
+def _pool_asked(options: dict[str, Any]) -> bool:
+    return options.get("tasks") is not None or options.get("task_pool") is not None
+
+
 POOL_EXTENSION = FamilyExtension("pool", ("linear-gaussian",), PoolOptions, _pooled)
 
 STUDY = Study(
@@ -35,5 +39,5 @@ STUDY = Study(
     requires=("covariates",),
     claim_kinds=lambda: tuple(kind() for kind in POOL_KINDS),
     family_extensions=lambda: (POOL_EXTENSION,),
-    theory_modes=lambda: (TheoryMode("pool", lambda: (), pool_mode),),
+    theory_modes=lambda: (TheoryMode("task pool", lambda: (), _pool_asked, pool_mode),),
 )

@@ -13,8 +13,9 @@ import torch
 
 from iclab.cli.options import flag_name
 from iclab.config.sections import TaskConfig
+from iclab.studies.pool.cost import check_pool_work
 from iclab.studies.pool.loss import PoolLoss
-from iclab.studies.pool.optimum import pool_optimum
+from iclab.studies.pool.optimum import DEFAULT_STARTS, pool_optimum
 from iclab.studies.pool.pool import PoolOptions, draw_pool, load_pool
 from iclab.tasks.covariance import covariance_or_identity, load_covariance
 from iclab.theory.population import PopulationLoss
@@ -55,10 +56,13 @@ def pool_theory(given: dict[str, Any], seed: int, as_json: bool) -> None:
     if "tasks" in given and "task_pool" in given:
         raise ConfigError("give --tasks or --task-pool, not both")
     d, n, sigma = int(given["d"]), int(given["n"]), float(given.get("sigma", 0.0))
+    if "tasks" in given:
+        check_pool_work(int(given["tasks"]), d, DEFAULT_STARTS)
     cov = {key: covariance_or_identity(load_covariance(given[key], d) if key in given
                                        else None, d) for key in ("cov_x", "cov_w")}
     pool = load_pool(given["task_pool"], d) if "task_pool" in given else \
         draw_pool(int(given["tasks"]), cov["cov_w"], seed)
+    check_pool_work(len(pool), d, DEFAULT_STARTS, "--task-pool with K =")
     optimum = pool_optimum(PoolLoss(pool, n, sigma, cov["cov_x"]), seed=seed)
     fresh = PopulationLoss(n, sigma, torch.as_tensor(cov["cov_x"]),
                            torch.as_tensor(cov["cov_w"]))
