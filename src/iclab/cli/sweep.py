@@ -83,8 +83,9 @@ def sweep_and_report(load: Callable[[Registries], Spec], registries: Registries,
                            connect_timeout, threads)
     spec = load(registries)
     probe_claim_kinds(spec, registries.claims)  # a user's claim kinds, before any run
+    measured: dict[str, float] = {}
     records = run_sweep(spec, out_dir, runner, progress=not quiet,
-                        studies=tuple(registries.study_references))
+                        studies=tuple(registries.study_references), seconds=measured)
     click.echo(f"{len(records)} runs finished in {out_dir / 'runs'}; "
                f"results in {out_dir / 'results.csv'}")
     if not spec.claims:
@@ -92,7 +93,7 @@ def sweep_and_report(load: Callable[[Registries], Spec], registries: Registries,
     with stop_signals_deferred():  # matplotlib: imported only when reporting
         from iclab.experiments.report.write import write_report
 
-    claims = write_report(spec, records, out_dir, registries.claims)
+    claims = write_report(spec, records, out_dir, registries.claims, measured)
     click.echo(format_claims(claims))
     failed = sum(not claim.holds for claim in claims)
     click.echo(f"{len(claims) - failed} of {len(claims)} claims hold; report: "

@@ -8,6 +8,7 @@ field is declared once (``iclab.utils.fields.setting``); ``TrainConfig``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from iclab.utils.fields import REQUIRED, field_infos, setting
 
@@ -30,6 +31,10 @@ class TaskConfig:
     sigma: float = setting(0.0, "Label noise sigma >= 0.", minimum=0, maximum=1e4)
     family: str = setting("linear-gaussian", "Task family: a registered name (iclab families) "
                           "or MODULE:FUNCTION or FILE.py:FUNCTION.")
+
+    option_keys: ClassVar[dict[str, str]] = {}
+    """Flat key -> option name of the family's (and its extensions') options, in a family's
+    task section (none here)."""
 
 
 @dataclass(frozen=True)

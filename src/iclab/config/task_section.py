@@ -43,8 +43,9 @@ def _section_class(family: str, owners: tuple[type, ...], prefix: str,
                 default=f.default, metadata=f.metadata)))
     cls = dataclasses.make_dataclass(f"TaskConfig_{family.replace('-', '_')}", fields,
                                      bases=(TaskConfig,), frozen=True)
-    cls.option_keys = keys  # type: ignore[attr-defined]
-    return typing.cast(type[TaskConfig], cls)
+    section = typing.cast(type[TaskConfig], cls)
+    section.option_keys = keys
+    return section
 
 
 def task_section(families: FamilyRegistry, family: str,
@@ -64,5 +65,4 @@ def task_section(families: FamilyRegistry, family: str,
 
 def option_values(task: TaskConfig) -> dict[str, Any]:
     """The family's (and its extensions') option values of a task section, by option name."""
-    keys: dict[str, str] = getattr(type(task), "option_keys", {})
-    return {name: getattr(task, key) for key, name in keys.items()}
+    return {name: getattr(task, key) for key, name in type(task).option_keys.items()}

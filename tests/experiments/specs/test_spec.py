@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from iclab.config.train import TrainConfig
 from iclab.experiments.registries import Registries
-from iclab.experiments.specs.spec import builtin_spec, config_hash, load_spec, parse_spec
+from iclab.experiments.specs.groups import config_hash
+from iclab.experiments.specs.spec import builtin_spec, load_spec, parse_spec
 from iclab.utils.errors import ConfigError
 
 S = [[2.0, 0.5], [0.5, 1.0]]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import iclab.experiments.specs.groups as groups_module
 import iclab.experiments.specs.spec as spec_module
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.spec import load_spec, parse_spec
@@ -57,7 +58,8 @@ def grid(count: int) -> dict[str, Any]:
 def test_a_grid_beyond_the_limit_is_refused_before_it_is_expanded(
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(spec_module, "MAX_POINTS", 6)
+    monkeypatch.setattr(spec_module, "MAX_POINTS", 6)  # the spec's total
+    monkeypatch.setattr(groups_module, "MAX_POINTS", 6)  # the message's limit
     assert len(parse_spec(grid(6), "t", Registries()).points()) == 6
     with pytest.raises(ConfigError, match=r"the group has 7 runs .* at most 6 in all"):
         parse_spec(grid(7), "t", Registries())

@@ -24,6 +24,7 @@ from iclab.experiments.specs.results import RunRecord, Site, axis_value
 from iclab.experiments.specs.spec import Spec
 from iclab.tasks.base import TaskFamily
 from iclab.utils.errors import ConfigError
+from iclab.utils.fields import default_of, field_infos
 
 
 class ClaimsNotHeldError(RuntimeError):
@@ -111,24 +112,31 @@ DEPTH_KEYS = ("layers", "parameterisation", "looped")
 """Model options of the L-layer lsa that ``describe`` names when a run sets them."""
 
 
+def _family_options(point: Any) -> list[tuple[str, Any]]:
+    """The family's (and its extensions') scalar options a run sets away from their
+    defaults, by option name (the covariances are shown by their labels)."""
+    task = point.config.task
+    shown = []
+    for key, name in type(task).option_keys.items():
+        f, info = field_infos(type(task))[key]
+        value = getattr(task, key)
+        if info.kind != "matrix" and value is not None and value != default_of(f):
+            shown.append((name, value))
+    return shown
+
+
 def describe(site: Site, depth: bool = False, omit: str = "") -> str:
-    """The setting of a site in words: family, d, n, sigma, a covariate law or AR(1) rho where
-    set, non-identity covariances; the L-layer options where a run sets them or the group
-    sweeps them, or always (layers, parameterisation, looped when true) with ``depth``;
-    ``omit``: a key to leave out."""
+    """The setting of a site in words: family, d, n, sigma, the family's own options where
+    set (a covariate law, an AR(1) rho, a width, ...), non-identity covariances; the L-layer
+    options where a run sets them or the group sweeps them, or always (layers,
+    parameterisation, looped when true) with ``depth``; ``omit``: a key to leave out."""
     config, point = site.config, site.records[0].point
     config = {**config, **{k: v for k, v in site.values.items() if k in DEPTH_KEYS}}
     if depth:
         config = {**config, **{key: axis_value(point, key) for key in DEPTH_KEYS[:2]}}
     parts = [str(config["family"]), f"d={config['d']}", f"n={config['n']}",
              f"sigma={config['sigma']}"]
-    parts += [f"{key}={config[key]}" for key in ("x_law", "context_correlation")
-              if config.get(key) is not None]
-    relu_width = config.get("relu_width")  # its key was "width" before the transformer's
-    if relu_width is None and config.get("model") != "transformer":
-        relu_width = config.get("width")
-    if relu_width is not None:
-        parts.append(f"width={relu_width}")
+    parts += [f"{name}={value}" for name, value in _family_options(point)]
     if config.get("model") is not None:
         parts.append(f"model={config['model']}")
     parts += [f"{key}={config[key]}" for key in DEPTH_KEYS if config.get(key) not in

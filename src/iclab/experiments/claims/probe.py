@@ -20,8 +20,9 @@ from typing import Any
 
 from iclab.experiments.claims.kind import ClaimContext, KindLookup, NoSweepFolderError
 from iclab.experiments.claims.plugin_check import checked_claims, is_builtin_kind
+from iclab.experiments.specs.groups import Point
 from iclab.experiments.specs.results import RunRecord, sites
-from iclab.experiments.specs.spec import Point, Spec
+from iclab.experiments.specs.spec import Spec
 from iclab.utils.errors import ConfigError
 from iclab.utils.plugins import error_line
 

@@ -12,6 +12,7 @@ No registry is global: the command owns one (``iclab.experiments.registries``).
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -103,14 +104,20 @@ def register_builtin_claims(registry: ClaimRegistry) -> None:
 def evaluate_claims(
     spec: Spec, records: dict[str, RunRecord], registry: ClaimRegistry,
     cache: dict[Any, Any] | None = None, out_dir: str | Path | None = None,
+    seconds: dict[str, float] | None = None,
 ) -> list[Claim]:
     """Every claim of ``spec`` on the finished ``records``, in spec order, by the kinds of
     ``registry``; ``out_dir`` is the sweep folder, for kinds that read files the sweep wrote
-    in the runs' folders."""
+    in the runs' folders. ``seconds``: the seconds (wall) of checking each section's claims
+    are added to it, by section."""
     context = ClaimContext(cache, out_dir, spec, records, registry)
     claims: list[Claim] = []
     for claim_spec in spec.claims:
+        started = time.perf_counter()
         group_sites = sites(spec, records, claim_spec.group) if claim_spec.group else []
         claims.extend(checked_claims(registry.get(claim_spec.kind), claim_spec, group_sites,
                                      context))
+        if seconds is not None:
+            seconds[claim_spec.section] = (seconds.get(claim_spec.section, 0.0)
+                                           + time.perf_counter() - started)
     return claims

@@ -1,8 +1,12 @@
-"""Where a report's time went: the runs' seconds per section, and the report's own phases.
+"""Where a report's time went: the runs' seconds per section, the driver's, and the report's
+own phases.
 
 A section's time is the sum of the ``wall_seconds`` and ``cpu_seconds`` (training and
 evaluation, as result.json records them) of the runs in the groups its claims read; a run that
-two sections share (the Context claims read Theorem 1's runs) counts in both. The runs ran in
+two sections share (the Context claims read Theorem 1's runs) counts in both for the report's
+footer, and in the first for the budgets (``section_usage``, section_times.json), beside the
+driver's seconds (wall: they run one after the other) of the section's claims, figures and
+measurements. The runs ran in
 parallel workers, so the sums are worker time, not the sweep's wall time; on a loaded machine
 the CPU time is the steadier figure. The report's phases (checking the claims, drawing the
 figures) are timed as they run (``PhaseTimer``).
@@ -14,6 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from iclab.experiments.specs.results import RunRecord
 from iclab.experiments.specs.spec import Spec
@@ -36,6 +41,34 @@ def section_seconds(spec: Spec, records: dict[str, RunRecord]
                      for key in ("wall_seconds", "cpu_seconds"))
         out[section] = (len(runs), wall, cpu)
     return out
+
+
+def section_usage(spec: Spec, records: dict[str, RunRecord],
+                  driver: dict[str, float]) -> list[dict[str, Any]]:
+    """One row per section, in the claims' order: its runs (each counted in the first section
+    that reads it), their CPU seconds, the driver's seconds (``driver``: its claims,
+    figures and measurements), and the section's budget and whether both parts kept to it
+    (None where the spec declares none)."""
+    counted: set[str] = set()
+    rows = []
+    for section in dict.fromkeys(claim.section for claim in spec.claims):
+        names = {claim.group for claim in spec.claims if claim.section == section} | {
+            str(claim.parameters["than"]) for claim in spec.claims
+            if claim.section == section and claim.parameters.get("than") is not None}
+        runs = [r for key, r in records.items()
+                if key not in counted and names.intersection(r.point.groups)]
+        counted.update(key for key, r in records.items() if r in runs)
+        runs_cpu = sum(float(r.result.get("cpu_seconds", 0.0)) for r in runs)
+        budget = spec.budgets.get(section)
+        used = driver.get(section, 0.0)
+        rows.append({
+            "section": section, "runs": len(runs), "runs_cpu_seconds": runs_cpu,
+            "driver_cpu_seconds": used,
+            "budget_runs_cpu_seconds": None if budget is None else budget.runs,
+            "budget_driver_cpu_seconds": None if budget is None else budget.driver,
+            "within_budget": None if budget is None else (runs_cpu <= budget.runs
+                                                          and used <= budget.driver)})
+    return rows
 
 
 @dataclass

@@ -4,8 +4,8 @@ A spec with ``extends`` starts from its base (a file beside it, or a spec shippe
 such as ``reproduce.toml``) and changes it:
 
 - ``name``, ``description``: the extending spec's, where given;
-- ``[defaults]``, ``[covariances]``, ``[sections]``: merged key by key, the extending spec's
-  keys winning;
+- ``[defaults]``, ``[covariances]``, ``[sections]``, ``[budgets]``: merged key by key, the
+  extending spec's keys winning;
 - ``[[groups]]``: a group whose name is in the base updates that group key by key (``drop =
   true`` removes it, and the base's claims on it); a new name is added;
   ``[override_groups]`` sets keys in every group,
@@ -28,7 +28,7 @@ from typing import Any
 from iclab.utils.errors import ConfigError
 
 MAX_DEPTH = 8
-MERGED_TABLES = ("defaults", "covariances", "sections")
+MERGED_TABLES = ("defaults", "covariances", "sections", "budgets")
 EXTENSION_KEYS = ("extends", "override_groups", "override_claims", "override_measurements")
 
 Reader = Callable[[str, str], tuple[Any, str]]
@@ -114,6 +114,10 @@ def merge(base: dict[str, Any], child: dict[str, Any], source: str) -> dict[str,
     # a dropped group's claims go with it; a claim without a group (no runs) stays
     merged["claims"] = _override_claims(inherited, _claim_overrides(child, source), source)
     merged["claims"] += _list_of_tables(child, "claims", source)
+    if "budgets" in merged:  # a dropped group's section goes with its claims
+        sections = {str(claim.get("section")) for claim in merged["claims"]}
+        merged["budgets"] = {key: value for key, value in merged["budgets"].items()
+                             if key in sections}
     if "measurements" in merged:
         override = _table(child, "override_measurements", source)
         merged["measurements"] = [{**table, **override}

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from iclab.config.sections import OptimConfig, RunConfig
-from iclab.experiments.specs.spec import Point, Spec
+from iclab.experiments.specs.groups import Point
+from iclab.experiments.specs.spec import Spec
 from iclab.training.run_folder import RESULT, RunFolder
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import default_of, field_infos

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from tqdm import tqdm
 
 from iclab.config.train import TrainConfig
 from iclab.experiments.executors.local import Executor, LocalExecutor, RunOutcome, RunTask
+from iclab.experiments.specs.groups import Point
 from iclab.experiments.specs.results import (
     RunRecord,
     is_finished,
@@ -25,7 +27,7 @@ from iclab.experiments.specs.results import (
     run_dir,
     write_tables,
 )
-from iclab.experiments.specs.spec import Point, Spec
+from iclab.experiments.specs.spec import Spec
 from iclab.training.loop import resolve_device
 from iclab.training.run_folder import RunFolder
 from iclab.utils.errors import ConfigError
@@ -143,11 +145,12 @@ def check_devices(spec: Spec) -> None:
 
 def run_sweep(
     spec: Spec, out_dir: Path, executor: Executor, progress: bool = True,
-    studies: tuple[str, ...] = (),
+    studies: tuple[str, ...] = (), seconds: dict[str, float] | None = None,
 ) -> dict[str, RunRecord]:
     """Run every unfinished point of ``spec`` under ``out_dir``; return all records.
     ``studies``: the references of the studies the command added (``--study``), which every
-    run's worker loads too.
+    run's worker loads too; ``seconds``: the seconds (wall) of the measurements are added to it,
+    by section.
 
     Raises SweepError when a run fails (the others still finish; run again to retry).
     """
@@ -179,21 +182,27 @@ def run_sweep(
     if failures:
         raise SweepError(failure_message(failures, len(points)))
     records = load_records(spec, out_dir)
-    measure_runs(spec, out_dir)
+    for section, used in measure_runs(spec, out_dir).items():
+        if seconds is not None:
+            seconds[section] = seconds.get(section, 0.0) + used
     write_tables(records, out_dir)
     return records
 
 
-def measure_runs(spec: Spec, out_dir: Path) -> None:
+def measure_runs(spec: Spec, out_dir: Path) -> dict[str, float]:
     """Make every measurement the spec's claims and ``[[measurements]]`` need on the finished
     runs of their groups (in spec order, each run once per measurement; those already made are
-    kept)."""
-    wanted = [(claim.group, measurement) for claim in spec.claims
+    kept); return the seconds (wall) they took, by the section of the claim or table."""
+    wanted = [(claim.section, claim.group, measurement) for claim in spec.claims
               for measurement in claim.measurements]
-    wanted += [(group, measurement) for table in spec.measurements for group in table.groups
-               for measurement in table.run_measurements]
-    for group, measurement in wanted:
+    wanted += [(table.section, group, measurement) for table in spec.measurements
+               for group in table.groups for measurement in table.run_measurements]
+    seconds: dict[str, float] = {}
+    for section, group, measurement in wanted:
+        started = time.perf_counter()
         for point in spec.group(group).points:
             folder = run_dir(out_dir, point.run_id)
             if not measurement.is_done(folder):
                 measurement.measure(folder)
+        seconds[section] = seconds.get(section, 0.0) + time.perf_counter() - started
+    return seconds

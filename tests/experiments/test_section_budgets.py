@@ -1,0 +1,61 @@
+"""Every built-in section declares its time budget, the budgets cover what benchmarks/README.md
+measured, and they keep the quick set within 120 s and the default set within 600 s of wall
+time on the reference machine (2 cores): declared numbers against a measured table, not a timed
+test."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from iclab.experiments.registries import Registries
+from iclab.experiments.specs.budgets import SectionBudget, parse_budgets, wall_bound
+from iclab.experiments.specs.spec import builtin_spec
+from iclab.utils.errors import ConfigError
+
+README = Path(__file__).resolve().parents[2] / "benchmarks" / "README.md"
+SETS = {"quick": ("reproduce-quick", 120.0), "default": ("reproduce", 600.0)}
+CORES = 2
+ROW = re.compile(r"^\| (quick|default) \| ([^|]+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \|")
+
+
+def measured() -> dict[str, dict[str, tuple[float, float]]]:
+    """set -> section -> (runs CPU s, driver CPU s), from the README's measured table."""
+    out: dict[str, dict[str, tuple[float, float]]] = {"quick": {}, "default": {}}
+    for line in README.read_text().splitlines():
+        match = ROW.match(line)
+        if match:
+            out[match[1]][match[2].strip()] = (float(match[4]), float(match[5]))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_every_section_declares_a_budget_that_covers_what_it_used(name: str) -> None:
+    spec_name, limit = SETS[name]
+    spec = builtin_spec(spec_name, Registries())
+    sections = {claim.section for claim in spec.claims}
+    assert set(spec.budgets) == sections
+    table = measured()[name]
+    assert set(table) == sections, "benchmarks/README.md measures every section"
+    for section, (runs, driver) in table.items():
+        budget = spec.budgets[section]
+        assert runs <= budget.runs and driver <= budget.driver, section
+    assert wall_bound(spec.budgets, CORES) <= limit
+
+
+def test_the_bound_fails_a_budget_past_the_limit() -> None:
+    fits = {"a": SectionBudget(runs=200.0, driver=5.0)}
+    assert wall_bound(fits, CORES) == pytest.approx(115.0)
+    assert wall_bound({**fits, "b": SectionBudget(runs=0.0, driver=6.0)}, CORES) > 120.0
+
+
+def test_bad_budgets_are_one_line() -> None:
+    for raw, words in (({"X": {"runs": 1, "driver": 1}}, "no claim of the spec"),
+                       ({"A": {"runs": -1, "driver": 1}}, "runs must be seconds from 0"),
+                       ({"A": {"runs": 1}}, "give { runs = S, driver = S }")):
+        with pytest.raises(ConfigError, match=re.escape(words)):
+            parse_budgets(raw, {"A"}, "s.toml")
+    assert parse_budgets({"A": {"runs": 0, "driver": 2.5}}, {"A"}, "s.toml") == {
+        "A": SectionBudget(0.0, 2.5)}
