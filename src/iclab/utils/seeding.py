@@ -9,9 +9,13 @@ uninterrupted run drew at step s.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
+
+_RECORDERS: list[set[int]] = []
 
 
 def derive_seed(seed: int, stream: str, step: int = 0) -> int:
@@ -19,6 +23,8 @@ def derive_seed(seed: int, stream: str, step: int = 0) -> int:
 
     A hash, not arithmetic, so that (seed=0, step=1) and (seed=1, step=0) are unrelated.
     """
+    for used in _RECORDERS:
+        used.add(seed)
     digest = hashlib.blake2b(f"{seed}|{stream}|{step}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & ((1 << 63) - 1)
 
@@ -38,3 +44,15 @@ def numpy_generator(generator: torch.Generator) -> np.random.Generator:
     CPU): what it draws stays a pure function of ``generator``'s state."""
     seed = torch.randint(0, 2**63 - 1, (), generator=generator, device=generator.device)
     return np.random.Generator(np.random.SFC64(int(seed)))
+
+
+@contextmanager
+def recording_seeds() -> Iterator[set[int]]:
+    """The seeds every generator made inside the block derives from (``derive_seed``): a
+    command can tell whether its ``--seed`` was drawn from at all."""
+    used: set[int] = set()
+    _RECORDERS.append(used)
+    try:
+        yield used
+    finally:
+        _RECORDERS.remove(used)
