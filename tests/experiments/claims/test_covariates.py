@@ -188,3 +188,11 @@ def test_reproduce_quick_keeps_fewer_covariate_points_in_a_short_file() -> None:
     assert any(c.section == "Covariates" for c in spec.claims)
     text = resources.files("iclab.experiments.specs").joinpath("reproduce-quick.toml")
     assert len(text.read_text().splitlines()) <= 68
+
+
+def test_n_eff_without_a_finite_theory_is_one_line() -> None:
+    spec = make_spec(N_EFF)
+    bare = {run_id: RunRecord(record.point, {**record.result, "n_eff": None})
+            for run_id, record in records(spec, {}, THEORY).items()}
+    with pytest.raises(ConfigError, match="no finite n_eff"):
+        evaluate_claims(spec, bare, ClaimRegistry())

@@ -80,10 +80,11 @@ class EffectiveLengthClaim(ClaimKind):
     def check_site(self, spec: ClaimSpec, site: Site, context: ClaimContext) -> Claim:
         record = site.records[0]
         raw = [r.result.get("n_eff") for r in site.records]
-        if any(value is None for value in raw):
+        values = [float(value) for value in raw if value is not None]
+        if len(values) != len(raw):
             raise ConfigError(f"claim kind n-eff: site {site.label!r} has no finite n_eff "
                               f"(result.json writes null for an infinite one)")
-        theory = float(np.mean([float(value) for value in raw]))
+        theory = float(np.mean(values))
         loss = site.mean("test_loss")
         sigma_x, sigma_w = covariances(record)
         value = effective_context_length(loss, record.point.config.task.sigma, sigma_x,
