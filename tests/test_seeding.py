@@ -2,7 +2,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iclab.utils.seeding import derive_seed, make_generator, numpy_generator
+from iclab.utils.seeding import derive_seed, make_generator, numpy_generator, recording_seeds
 
 
 @given(st.integers(0, 2**40), st.text(max_size=8), st.integers(0, 2**40))
@@ -38,3 +38,17 @@ def test_numpy_generator_follows_the_torch_generator() -> None:
     numpy_generator(generator)
     after = torch.randn(4, generator=generator)
     assert not torch.equal(after, torch.randn(4, generator=make_generator(2, "train", 3)))
+
+
+def test_recording_seeds_sees_every_generator_made_from_a_seed_but_fixed_ones() -> None:
+    """What lets ``iclab theory`` refuse a --seed nothing draws from."""
+    with recording_seeds() as used:
+        assert used == set()
+        make_generator(7, "a", 3)
+        make_generator(0, "probe", fixed=True)   # a constant of the code: not recorded
+        with recording_seeds() as inner:
+            make_generator(9, "b")
+    make_generator(11, "c")                      # outside: not recorded
+    assert used == {7, 9} and inner == {9}
+    assert make_generator(0, "p", fixed=True).initial_seed() == \
+        make_generator(0, "p").initial_seed()    # fixed changes nothing drawn

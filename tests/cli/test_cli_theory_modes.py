@@ -1,6 +1,7 @@
 """``iclab theory`` never drops an option: every option of the family optimum given with
---asymptotic or with a task pool, and --seed outside 0 to 2**62 in every mode, is refused with
-one line naming it (exit 2, nothing on stdout); the edges are accepted."""
+--asymptotic or with a task pool, --seed outside 0 to 2**62 in every mode, and --seed where the
+method draws nothing, is refused with one line naming it (exit 2, nothing on stdout); the
+edges are accepted."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def test_family_options_are_refused_in_the_other_modes(
 
 
 @pytest.mark.parametrize("mode", [[*ASYMPTOTIC, "--simulate-d", "3", "--repeats", "1"],
-                                  POOL, FAMILY], ids=["asymptotic", "pool", "family"])
+                                  POOL, [*FAMILY, "--sigma", "0.5"]],
+                         ids=["asymptotic", "pool", "family"])  # each draws from the seed
 def test_seed_range_both_ways(mode: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     for seed in ("-1", str(2**62 + 1)):
         refused([*mode, "--seed", seed], "--seed", capsys)
@@ -80,3 +82,30 @@ def test_family_options_where_they_apply(argv: list[str],
     assert main(["theory", *FAMILY, *argv, "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["method"] == ("monte-carlo" if "--monte-carlo" in argv else "closed-form")
+
+
+@pytest.mark.parametrize("argv", [
+    ["--bayes-prompts", "0"],                               # Gamma* in closed form, no risk
+    ["--sigma", "0"],                                        # the Bayes risk is exactly 0
+    ["--sigma", "0.5", "--bayes-prompts", "0", "--layers", "2"],  # the L-step GD closed form
+    ["--family", "two-layer-relu", "--bayes-prompts", "0"],  # closed moments
+])
+def test_seed_where_the_method_draws_nothing_is_refused(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --seed the same command prints its closed form; with it, one line."""
+    assert main(["theory", *FAMILY, *argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["method"] == "closed-form"
+    refused([*FAMILY, *argv, "--seed", "0", "--json"], "--seed 0 does not apply", capsys)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--sigma", "0.5"],                                      # the Bayes risk's Monte Carlo
+    ["--bayes-prompts", "0", "--monte-carlo"],               # the span fit
+    ["--family", "two-layer-relu", "--monte-carlo", "--bayes-prompts", "0"],
+])
+def test_seed_where_the_method_draws_is_taken(argv: list[str],
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["theory", *FAMILY, *argv, "--seed", "7", "--json"]) == 0
+    first = capsys.readouterr().out
+    assert main(["theory", *FAMILY, *argv, "--seed", "8", "--json"]) == 0
+    assert json.loads(first) != json.loads(capsys.readouterr().out)  # the seed matters

@@ -136,7 +136,8 @@ def load_trained_model(run_dir: Path, config: TrainConfig,
     folder = RunFolder(run_dir)
     state = _checked_weights(folder, config, models, result)
     model = config.model_class().create(config.task.d, config.model,
-                                              make_generator(0, "load"), torch.float64)
+                                              make_generator(0, "load", fixed=True),
+                                              torch.float64)
     try:
         model.load_state_dict({name: t.to(torch.float64) for name, t in state.items()})
     except Exception as error:  # torch raises several types

@@ -9,26 +9,37 @@ uninterrupted run drew at step s.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
 
+_RECORDERS: list[set[int]] = []
 
-def derive_seed(seed: int, stream: str, step: int = 0) -> int:
+
+def derive_seed(seed: int, stream: str, step: int = 0, fixed: bool = False) -> int:
     """A 63-bit seed that depends on (seed, stream, step) and collides with no other triple.
 
     A hash, not arithmetic, so that (seed=0, step=1) and (seed=1, step=0) are unrelated.
+    ``fixed``: ``seed`` is a constant of the code (a probe's draw, a fixed matrix), not a run's
+    or a command's seed, so ``recording_seeds`` leaves it out.
     """
+    if not fixed:
+        for used in _RECORDERS:
+            used.add(seed)
     digest = hashlib.blake2b(f"{seed}|{stream}|{step}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & ((1 << 63) - 1)
 
 
 def make_generator(
-    seed: int, stream: str, step: int = 0, device: torch.device | str = "cpu"
+    seed: int, stream: str, step: int = 0, device: torch.device | str = "cpu",
+    fixed: bool = False,
 ) -> torch.Generator:
-    """A fresh generator on ``device`` seeded from (seed, stream, step)."""
+    """A fresh generator on ``device`` seeded from (seed, stream, step); ``fixed``: a seed
+    that is a constant of the code (``derive_seed``)."""
     generator = torch.Generator(device=torch.device(device))
-    generator.manual_seed(derive_seed(seed, stream, step))
+    generator.manual_seed(derive_seed(seed, stream, step, fixed))
     return generator
 
 
@@ -38,3 +49,15 @@ def numpy_generator(generator: torch.Generator) -> np.random.Generator:
     CPU): what it draws stays a pure function of ``generator``'s state."""
     seed = torch.randint(0, 2**63 - 1, (), generator=generator, device=generator.device)
     return np.random.Generator(np.random.SFC64(int(seed)))
+
+
+@contextmanager
+def recording_seeds() -> Iterator[set[int]]:
+    """The seeds every generator made inside the block derives from (``derive_seed``): a
+    command can tell whether its ``--seed`` was drawn from at all."""
+    used: set[int] = set()
+    _RECORDERS.append(used)
+    try:
+        yield used
+    finally:
+        _RECORDERS.remove(used)

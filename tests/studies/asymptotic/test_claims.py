@@ -59,8 +59,9 @@ def test_claims_without_runs(tmp_path: Path) -> None:
         assert claim.holds == (abs(claim.value - claim.theory) <= 0.5)
     peak = max((simulate(t, 1.0, 2.0, 0.1, 1e-4, 8, repeats=1, test_prompts=400).e_icl, t)
                for t in (0.5, 1.0, 2.0))[1]
-    assert claims[2].value == peak and claims[2].theory == 1.0
+    assert claims[2].value == peak and claims[2].theory == 1.0  # the closed form peaks at 1
     assert ridgeless_e_icl(0.9, 1.0, 2.0, 0.1) > ridgeless_e_icl(2.0, 1.0, 2.0, 0.1)
+    assert claims[2].holds == (abs(peak - 1.0) <= 0.15)
     sims = [simulate(0.5, 1.0, math.inf, 0.1, 0.5, d, seed=0, repeats=r, test_prompts=400)
             for d, r in ((6, 3), (12, 2))]
     theory = asymptotic_errors(0.5, 1.0, math.inf, 0.1, 0.5).e_icl
@@ -131,3 +132,21 @@ def test_a_users_kind_without_runs_is_probed_and_checked() -> None:
     probe_claim_kinds(spec, registries.claims)
     (claim,) = evaluate_claims(spec, {}, registries.claims)
     assert claim.holds and claim.group == ""
+
+
+def test_double_descent_fails_with_the_theory_s_peak_moved_by_twice_the_tolerance(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The asymptotic e_ICL with its divergence moved from tau = 1 to 1.3 (tau read as
+    tau / 1.3: twice the tolerance 0.15): its peak over the grid moves to 1.25 and the claim,
+    which holds on the simulation at d = 8 with the right theory, fails."""
+    claim = {**DOUBLE, "taus": [0.5, 0.75, 1.0, 1.25, 1.5, 2.0]}
+    registries = Registries()
+    (right,) = evaluate_claims(spec_of(claim), {}, registries.claims)
+    assert right.holds and right.theory == 1.0 and right.value == 1.0
+
+    def moved(tau: float, *rest: float) -> Any:
+        return asymptotic_errors(tau / 1.3, *rest)
+
+    monkeypatch.setattr("iclab.studies.asymptotic.claims.asymptotic_errors", moved)
+    (wrong,) = evaluate_claims(spec_of(claim), {}, registries.claims)
+    assert wrong.theory == 1.25 and wrong.value == 1.0 and not wrong.holds

@@ -18,7 +18,6 @@ from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.results import RunRecord
 from iclab.experiments.specs.spec import Spec, builtin_spec, parse_spec
-from iclab.studies.covariates.claims import gap_holds
 from iclab.utils.errors import ConfigError
 
 MU4 = {"gaussian": 3.0, "uniform": 9 / 5, "rademacher": 1.0, "laplace": 6.0}
@@ -42,10 +41,17 @@ def make_spec(claims: list[dict[str, Any]]) -> Spec:
     }, "t", Registries())
 
 
-def records(spec: Spec, factor: dict[int, float], n_eff: dict[float, float] | None = None
-            ) -> dict[str, RunRecord]:
-    """Records whose eta_hat is factor[seed] (default 1) x the law's eta* (result.json's
-    eta_star), and n_eff[rho] for correlated runs."""
+def independent_loss(m: float, d: int, sigma: float) -> float:
+    """L*_ind(m) for Sigma_x = Sigma_w = I: Theorem 1's optimal loss continued in m,
+    sigma^2 + d (d + 1 + sigma^2) / (m + d + 1 + sigma^2)."""
+    return sigma**2 + d * (d + 1 + sigma**2) / (m + d + 1 + sigma**2)
+
+
+def records(spec: Spec, factor: dict[int, float], n_eff: dict[float, float] | None = None,
+            eta_patch: float = 1.0, loss_factor: float = 1.0) -> dict[str, RunRecord]:
+    """Records whose eta_hat is factor[seed] (default 1) x the law's eta* and whose
+    result.json's eta_star is eta_patch x it (a patched theory); for correlated runs n_eff[rho]
+    and a measured test loss of loss_factor x L*_ind(n_eff[rho])."""
     out = {}
     for point in spec.points():
         task = point.config.task
@@ -53,10 +59,14 @@ def records(spec: Spec, factor: dict[int, float], n_eff: dict[float, float] | No
         eta_star = law_eta(task.n, task.d, task.sigma, MU4[task.x_law], s2)
         eta = factor.get(point.config.run.seed, 1.0) * eta_star
         rho = task.context_correlation
-        out[point.run_id] = RunRecord(point, {
-            "eta_hat": eta, "eta_star": eta_star, "gamma": (eta * np.eye(task.d)).tolist(),
-            "gamma_star": (eta_star * np.eye(task.d)).tolist(),
-            "n_eff": None if rho is None or n_eff is None else n_eff[rho]})
+        result: dict[str, Any] = {
+            "eta_hat": eta, "eta_star": eta_patch * eta_star,
+            "gamma": (eta * np.eye(task.d)).tolist(),
+            "gamma_star": (eta_star * np.eye(task.d)).tolist()}
+        if rho is not None and n_eff is not None:
+            result["n_eff"] = n_eff[rho]
+            result["test_loss"] = loss_factor * independent_loss(n_eff[rho], task.d, task.sigma)
+        out[point.run_id] = RunRecord(point, result)
     return out
 
 
@@ -85,12 +95,26 @@ def test_gap_fails_when_the_learned_eta_is_off_either_way(factor: float) -> None
     assert not claims[1].holds and not claims[2].holds
 
 
-def test_gap_needs_a_clear_learned_gap_where_the_theory_has_one() -> None:
-    assert gap_holds(0.035, 0.04, 0.01, 3)
-    assert not gap_holds(0.029, 0.035, 0.01, 3)  # within tolerance of theory, not clearly off
-    assert gap_holds(-0.031, -0.035, 0.01, 3) and not gap_holds(-0.025, -0.031, 0.01, 3)
-    assert gap_holds(0.005, 0.0, 0.01, 3) and not gap_holds(0.011, 0.0, 0.01, 3)
-    assert gap_holds(0.02, 0.025, 0.01, 3)  # the theory's gap is below 3 x tolerance
+@pytest.mark.parametrize("patch", [1.02, 0.98])
+def test_gap_fails_with_the_law_s_optimum_patched_by_2_percent(patch: float) -> None:
+    """eta* of each law off by 2 %: its gap moves by about 0.02, twice the tolerance, and
+    every claim fails, the Gaussian law's too; unpatched (the learned eta at the law's
+    optimum) they hold."""
+    spec = make_spec(GAP)
+    assert all(c.holds for c in evaluate_claims(spec, records(spec, {}), ClaimRegistry()))
+    claims = evaluate_claims(spec, records(spec, {}, eta_patch=patch), ClaimRegistry())
+    assert not any(c.holds for c in claims)
+
+
+def test_gap_is_one_rule_with_one_tolerance() -> None:
+    """|learned gap - law's gap| <= 0.01 and nothing else: 0.009 off holds (laplace's gap is
+    -0.103, the learned one -0.094), 0.011 off fails."""
+    spec = make_spec(GAP)
+    laplace = 26.25 / (23.25 + 6.0) - 1
+    for off, holds in ((0.009, True), (0.011, False)):
+        factor = (laplace + off + 1) / (laplace + 1)
+        claims = evaluate_claims(spec, records(spec, {0: factor, 1: factor}), ClaimRegistry())
+        assert claims[2].holds is holds and claims[2].value == pytest.approx(laplace + off)
 
 
 def test_gap_in_von_oswald_s_setting_is_20_over_33_against_12_over_21() -> None:
@@ -101,26 +125,40 @@ def test_gap_in_von_oswald_s_setting_is_20_over_33_against_12_over_21() -> None:
     assert claim.holds and claim.value == pytest.approx(claim.theory)
 
 
-N_EFF = [{"section": "Covariates", "kind": "n-eff", "group": "ar1", "tolerance": 0.05}]
+N_EFF = [{"section": "Covariates", "kind": "n-eff", "group": "ar1", "tolerance": 0.03}]
+THEORY = {0.0: 20.0, 0.25: 18.137, 0.5: 13.712}  # docs/theory.md section 12.4
 
 
-def test_n_eff_equals_n_at_rho_0_and_falls_with_rho() -> None:
+def test_n_eff_is_the_effective_length_of_the_measured_loss() -> None:
+    """The trained model's loss at L*_ind(n_eff) is worth n_eff examples: the value inverts
+    the independent closed form, one claim per rho, ordered by rho."""
     spec = make_spec(N_EFF)
-    claims = evaluate_claims(spec, records(spec, {0: 1.0}, {0.0: 20.0, 0.25: 18.1, 0.5: 13.7}),
+    claims = evaluate_claims(spec, records(spec, {}, THEORY), ClaimRegistry())
+    assert [c.theory for c in claims] == [13.712, 20.0, 18.137]  # the spec's order
+    assert [c.value for c in claims] == pytest.approx([13.712, 20.0, 18.137], rel=1e-9)
+    assert all(c.holds for c in claims)
+    # a loss 1 % above (d = 5, n = 20: worth about 1.7 % fewer examples) still holds at 3 %
+    claims = evaluate_claims(spec, records(spec, {}, THEORY, loss_factor=1.01),
                              ClaimRegistry())
-    assert [c.value for c in claims] == [20.0, 18.1, 13.7]  # ordered by rho
-    assert all(c.theory == 20 for c in claims) and all(c.holds for c in claims)
-    for at_zero in (21.2, 18.8):  # more than 5% either side of n
-        claims = evaluate_claims(spec, records(spec, {0: 1.0},
-                                               {0.0: at_zero, 0.25: 17.0, 0.5: 13.7}),
-                                 ClaimRegistry())
-        assert [c.holds for c in claims] == [False, True, True]
-    claims = evaluate_claims(spec, records(spec, {0: 1.0}, {0.0: 20.0, 0.25: 19.5, 0.5: 19.0}),
+    assert all(c.holds for c in claims) and all(c.value < c.theory for c in claims)
+    claims = evaluate_claims(spec, records(spec, {}, THEORY, loss_factor=1.03),
                              ClaimRegistry())
-    assert [c.holds for c in claims] == [True, False, False]  # falls by less than 5%
+    assert not any(c.holds for c in claims)  # 3 % on the loss: about 5 % on n
 
 
-def test_n_eff_needs_correlated_runs_from_rho_0() -> None:
+@pytest.mark.parametrize("patch", [1.06, 0.94])
+def test_n_eff_fails_with_the_theory_patched_by_twice_the_tolerance(patch: float) -> None:
+    """The measured loss at the right n_eff; the theory's n_eff off by 6 %: every site
+    fails (also at rho = 0, where n_eff = n)."""
+    spec = make_spec(N_EFF)
+    right = records(spec, {}, THEORY)
+    wrong = {run_id: RunRecord(record.point, {**record.result,
+                                              "n_eff": patch * record.result["n_eff"]})
+             for run_id, record in right.items() if "n_eff" in record.result}
+    assert not any(c.holds for c in evaluate_claims(spec, {**right, **wrong}, ClaimRegistry()))
+
+
+def test_n_eff_needs_correlated_runs() -> None:
     with pytest.raises(ConfigError, match=r"group 'laws' .*needs context_correlation"):
         make_spec([{**N_EFF[0], "group": "laws"}])  # refused when the spec is loaded
 
@@ -150,3 +188,11 @@ def test_reproduce_quick_keeps_fewer_covariate_points_in_a_short_file() -> None:
     assert any(c.section == "Covariates" for c in spec.claims)
     text = resources.files("iclab.experiments.specs").joinpath("reproduce-quick.toml")
     assert len(text.read_text().splitlines()) <= 68
+
+
+def test_n_eff_without_a_finite_theory_is_one_line() -> None:
+    spec = make_spec(N_EFF)
+    bare = {run_id: RunRecord(record.point, {**record.result, "n_eff": None})
+            for run_id, record in records(spec, {}, THEORY).items()}
+    with pytest.raises(ConfigError, match="no finite n_eff"):
+        evaluate_claims(spec, bare, ClaimRegistry())

@@ -61,3 +61,26 @@ def test_pretrain_prompts_train(tmp_path: Path) -> None:
                  "--out", str(out)]) == 0
     result = json.loads((out / "result.json").read_text())
     assert result["sampler"] == "prompts"
+
+
+@pytest.mark.parametrize("d", [3, 5])
+def test_a_pool_whose_optimum_is_over_the_work_bound_is_refused_before_training(
+        d: int, capsys: pytest.CaptureFixture[str]) -> None:
+    """iclab train ends with the pool optimum's search (about a minute at 4.5e6 work units,
+    K = 10^5 took 65 s): --tasks and --task-pool past the bound are refused in one line
+    naming the limit and the most tasks, before any file; the most tasks pass the check."""
+    from iclab.studies.pool.cost import MAX_POOL_WORK, pool_work
+    from iclab.studies.pool.family import with_pool
+    from iclab.studies.pool.optimum import DEFAULT_STARTS
+    from iclab.tasks.linear_gaussian import LinearGaussian
+    most = int(MAX_POOL_WORK // pool_work(1, d, DEFAULT_STARTS))
+    assert most == {3: 10044, 5: 4166}[d]   # 4.5e6 / ((d+1)^2 (d+1+24))
+    err = assert_refused(["train", "--tasks", str(most + 1), "--d", str(d), "--n", "5",
+                          "--steps", "2", "--out", "run", "--quiet"], capsys)
+    assert f"tasks {most + 1}" in err and "limit" in err and f"at most {most} tasks" in err
+    err = assert_refused(["train", "--task-pool", "p.npy", "--d", str(d), "--n", "5",
+                          "--steps", "2", "--out", "run", "--quiet"], capsys,
+                         {"p.npy": npy(np.ones((most + 1, d)))})
+    assert f"K = {most + 1}" in err and f"at most {most} tasks" in err
+    family = with_pool(LinearGaussian(d, 5, 0.5), most, None, seed=0)
+    assert family.task_pool.shape == (most, d)

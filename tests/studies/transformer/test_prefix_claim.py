@@ -83,3 +83,12 @@ def test_the_example_is_reproduce_s_section_and_quick_drops_it() -> None:
     assert not [c for c in quick.claims if c.section == "Transformers"]
     assert len([c for c in sourced_spec("reproduce", Registries()).claims
                 if c.section == "Transformers"]) == 4   # the 3-step GD's loss: no claim
+
+
+def test_falls_is_one_rule_on_the_ratio_at_2d(tmp_path: Path) -> None:
+    """error(2d) / error(0) <= 0.25 and nothing else: 0.24 holds, 0.26 fails, whatever the
+    curve does in between (a bump at k = d/2 .. d is drawn, not claimed)."""
+    for ratio, holds in ((0.24, True), (0.26, False)):
+        curve = [1.0] + [1.2] * 9 + [ratio] * 11   # k = 1..9 above k = 0, then the ratio
+        found = list(_claims(tmp_path, curve).values())[2]
+        assert found[0] is holds and found[1] == pytest.approx(ratio)

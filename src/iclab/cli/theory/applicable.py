@@ -8,7 +8,10 @@ optimum; the task's own options are checked by each mode."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import io
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -18,6 +21,7 @@ from iclab.config.sections import RunConfig
 from iclab.tasks.base import TaskFamily
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import check_value, field_infos
+from iclab.utils.seeding import recording_seeds
 
 FAMILY_ONLY = ("monte_carlo", "precision", "bayes_prompts", "layers", "preconditioned")
 """The options only the family optimum uses (no study's mode does)."""
@@ -75,3 +79,21 @@ def check_family_options(task: TaskFamily, given: set[str], monte_carlo: bool,
     if "bayes_prompts" in given and bayes_prompts != 0 and not gaussian:
         raise ConfigError("--bayes-prompts applies only to linear Gaussian families with "
                           "Gaussian x (no --x-law or correlated contexts); give 0 or leave it out")
+
+
+def refusing_an_unused_seed(seed: int, given: set[str], run: Callable[[], None]) -> None:
+    """``run()`` the command; with ``--seed`` given, its output is held back and, unless some
+    generator was made from that seed (every draw in iclab derives from one,
+    ``iclab.utils.seeding``), the seed is refused in one line instead: the chosen method drew
+    nothing (a closed form, no Bayes risk, no simulation). Such a method is fast, and the
+    command writes no file, so the refusal comes after it and costs nothing."""
+    if "seed" not in given:
+        run()
+        return
+    held = io.StringIO()
+    with recording_seeds() as used, contextlib.redirect_stdout(held):
+        run()
+    if seed not in used:
+        raise ConfigError(f"--seed {seed} does not apply here: this method draws nothing (a "
+                          f"closed form, no Bayes risk or simulation); leave --seed out")
+    sys.stdout.write(held.getvalue())

@@ -10,7 +10,12 @@ import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
 from iclab.cli.run_options import run_sections
-from iclab.cli.theory.applicable import check_applicable, check_family_options, given_options
+from iclab.cli.theory.applicable import (
+    check_applicable,
+    check_family_options,
+    given_options,
+    refusing_an_unused_seed,
+)
 from iclab.config.sections import RunConfig, TaskConfig
 from iclab.config.task_section import option_values, task_section
 from iclab.experiments.registries import Registries
@@ -146,8 +151,20 @@ def theory_command(
     bayes_loss, bayes_loss_stderr (the Bayes risk of the test law) and ratio).
     """
     active = [mode.name for mode in registries.theory_modes if mode.active(task_options)]
-    check_applicable(active[0] if active else None, given_options(), seed,
+    given = given_options()
+    check_applicable(active[0] if active else None, given, seed,
                      registries.theory_additions)  # none dropped, the seed in its range
+    refusing_an_unused_seed(seed, given, lambda: _theory(
+        registries, monte_carlo, precision, bayes_prompts, layers, preconditioned, seed,
+        as_json, **task_options))
+
+
+def _theory(
+    registries: Registries, monte_carlo: bool, precision: float, bayes_prompts: int,
+    layers: int | None, preconditioned: bool, seed: int, as_json: bool,
+    **task_options: Any,
+) -> None:
+    """The work of ``theory_command`` once its options are checked."""
     for mode in registries.theory_modes:  # a study's mode (--asymptotic, a task pool)
         if mode.run(task_options, seed, as_json):
             return

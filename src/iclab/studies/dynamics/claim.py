@@ -127,9 +127,11 @@ class DynamicsClaim(ClaimKind):
         verdicts = [self._verdict(spec, record, context) for record in site.records]
         holds = all(verdict[0] for verdict in verdicts)
         worst = max(verdicts, key=lambda verdict: (not verdict[0], abs(verdict[1])))
-        label = "" if self.option(spec) in ("plateaus", "merged-drop") else \
-            (f"{spec.tolerance:g} standard errors" if self.option(spec) == "sgd-matches-flow"
-             else f"{spec.tolerance:g}")
+        tol = spec.tolerance
+        label = {"sgd-matches-flow": f"{tol:g} standard errors",
+                 "plateaus": f"k = 0..d in order, each within {100 * tol:g}%",
+                 "merged-drop": f"one drop, within {100 * tol:g}% of the analytic time",
+                 "global-optimum": f"converged, within {tol:g} of L*"}[self.option(spec)]
         seeds = f"worst of {len(verdicts)} seed{'s' * (len(verdicts) > 1)}: "
         return self.claim(spec, site, holds, seeds + worst[2], worst[1], 0.0, label)
 

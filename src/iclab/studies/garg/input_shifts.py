@@ -42,7 +42,8 @@ def skewed_covariance(d: int, exponent: float) -> np.ndarray:
     """(d, d): Q diag(lambda) Q^T, lambda_i = c i^(-exponent) with sum lambda = d."""
     scales = np.arange(1, d + 1, dtype=np.float64) ** (-float(exponent))
     scales *= d / scales.sum()
-    generator = make_generator(SKEW_SEED, "skewed-covariance", d)
+    generator = make_generator(SKEW_SEED, "skewed-covariance", d,
+                               fixed=True)
     gaussian = torch.randn(d, d, generator=generator, dtype=torch.float64).numpy()
     rotation, triangle = np.linalg.qr(gaussian)
     rotation *= np.sign(np.diag(triangle))                # Haar-distributed

@@ -17,7 +17,9 @@ import numpy as np
 import torch
 
 from iclab.models.base import Model
+from iclab.studies.pool.cost import check_pool_work
 from iclab.studies.pool.evaluate import evaluate_pool
+from iclab.studies.pool.optimum import DEFAULT_STARTS
 from iclab.studies.pool.pool import check_pool, draw_pool
 from iclab.tasks.base import TaskFamily
 from iclab.utils.batches import GaussianStatistics, Prompts
@@ -108,8 +110,9 @@ class PooledLinearGaussian(TaskFamily):
 def with_pool(family: Any, tasks: int | None, task_pool: Any, seed: int) -> Any:
     """``family`` itself when neither ``tasks`` nor ``task_pool`` is given; else the pooled
     family: a pool of ``tasks`` draws from the family's task law (``draw_pool``, from
-    ``seed``), or the (K, d) ``task_pool``. ConfigError when both are given or the family is
-    not linear Gaussian."""
+    ``seed``), or the (K, d) ``task_pool``. ConfigError when both are given, the family is
+    not linear Gaussian, or the pool optimum that ends the run would be over the search's work
+    bound (``cost.check_pool_work``: about 10^4 tasks at d = 3), before anything is drawn."""
     if tasks is None and task_pool is None:
         return family
     if tasks is not None and task_pool is not None:
@@ -120,5 +123,10 @@ def with_pool(family: Any, tasks: int | None, task_pool: Any, seed: int) -> Any:
                else "another covariate law or correlated contexts")
         raise ConfigError(f"tasks/task_pool apply only to --family linear-gaussian with "
                           f"Gaussian independent covariates, not {got}")
-    pool = draw_pool(tasks, family.sigma_w, seed) if tasks is not None else task_pool
+    if tasks is not None:  # the run ends with the pool optimum's search: bounded up front
+        check_pool_work(tasks, family.d, DEFAULT_STARTS, "tasks")
+        pool = draw_pool(tasks, family.sigma_w, seed)
+    else:
+        pool = check_pool(task_pool, family.d)
+        check_pool_work(len(pool), family.d, DEFAULT_STARTS, "task_pool with K =")
     return PooledLinearGaussian(family, check_pool(pool, family.d))

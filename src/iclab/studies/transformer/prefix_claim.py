@@ -9,7 +9,8 @@ per-seed number, read from prefix.json in each run's folder (the sweep folder is
 - ``below-averaging``: the largest ratio model / averaging over k = 2d..n; holds when
   <= tolerance;
 - ``falls``: the ratio of the error at k = 2d to the error at k = 0; holds when <= tolerance
-  and the errors at k = 0, floor(d/2), d, 2d never rise by more than 2 standard errors;
+  (one rule: the curve's shape in between is drawn, not claimed; a model that learns nothing
+  from its context has ratio 1, Bayes at sigma = 0 has 0);
 - ``below-lsa``: the error at k = n against the optimal one-layer LSA's loss at n, L*(n) / d
   (Theorem 1, ``iclab.theory.gaussian``); holds when value <= theory x (1 + tolerance);
 - ``below-gd-steps``: the error at k = n against the optimal L-step GD's loss at n / d, L the
@@ -18,7 +19,6 @@ per-seed number, read from prefix.json in each run's folder (the sweep folder is
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, ClassVar
 
 import numpy as np
@@ -63,13 +63,10 @@ def _column(curves: dict[str, Any], name: str) -> np.ndarray:
                        for row in curves["rows"]], dtype=np.float64)
 
 
-def _falls(curves: dict[str, Any]) -> tuple[float, bool]:
-    d = curves["d"]
-    model, se = _column(curves, "model"), _column(curves, "model_stderr")
-    ks = [0, d // 2, d, 2 * d]
-    steady = all(model[b] <= model[a] + 2 * np.hypot(se[a], se[b])
-                 for a, b in itertools.pairwise(ks))
-    return float(model[2 * d] / model[0]), steady
+def _falls(curves: dict[str, Any]) -> float:
+    """error(k = 2d) / error(k = 0) of one run's curve."""
+    model = _column(curves, "model")
+    return float(model[2 * curves["d"]] / model[0])
 
 
 class PrefixClaim(ClaimKind):
@@ -115,12 +112,9 @@ class PrefixClaim(ClaimKind):
                               f"ratio over k = 2d..n, mean {seeds_phrase(site)}; holds when "
                               f"<= tolerance", value, 0.0, f"{tol:g}")
         if compare == "falls":
-            pairs = [_falls(c) for c in all_curves]
-            value = float(np.mean([ratio for ratio, _ in pairs]))
-            steady = all(ok for _, ok in pairs)
-            return self.claim(spec, site, value <= tol and steady, "error(k = 2d) / error("
-                              "k = 0); holds when <= tolerance and the error at k = 0, d/2, "
-                              "d, 2d never rises by more than 2 standard errors", value, 0.0,
+            value = float(np.mean([_falls(c) for c in all_curves]))
+            return self.claim(spec, site, value <= tol, f"error(k = 2d) / error(k = 0), mean "
+                              f"{seeds_phrase(site)}; holds when <= tolerance", value, 0.0,
                               f"{tol:g}")
         value = float(np.mean([_column(c, "model")[n] for c in all_curves]))
         if compare == "below-lsa":
