@@ -1,0 +1,120 @@
+"""Keyword options of the Python API checked as the command line checks them, and the option
+lists of its docstrings, generated from the same declarations (``iclab.utils.fields`` for
+``iclab.train``; the click commands, themselves generated from them, for the others)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import textwrap
+from typing import Any
+
+import click
+
+from iclab.cli.run_options import ConfigRegistries, run_sections
+from iclab.config.sections import MODEL_KEY, TaskConfig
+from iclab.utils.errors import ConfigError
+from iclab.utils.fields import FieldInfo, check_value, default_of, field_infos
+
+
+def declared_infos(registries: ConfigRegistries, model: str | None, family: str | None
+                   ) -> tuple[dict[str, FieldInfo], set[str]]:
+    """name -> declaration of the chosen model's and family's run options, and the names of
+    every run option (other models' and families' too, hidden on the command line)."""
+    visible, hidden = run_sections(registries, model, family)
+    infos = {name: info for cls, _ in visible
+             for name, (_, info) in field_infos(cls).items() if info.cli}
+    names = {name for cls, _ in hidden for name, (_, info) in field_infos(cls).items()
+             if info.cli}
+    return infos, names | set(infos)
+
+
+def check_run_options(options: dict[str, Any], registries: ConfigRegistries) -> dict[str, Any]:
+    """``options`` as the command line's values (None = not given), each given value of the
+    chosen model and family checked against its declaration first (so ``d=0`` is refused
+    by its own line whatever else is missing); ConfigError with one line for a name that is
+    no option. Another model's or family's option is refused by ``config_from_options``,
+    with the line naming its owner, as on the command line."""
+    model = options.get(MODEL_KEY)
+    family = options.get("family")
+    if model is not None and not isinstance(model, str):
+        raise ConfigError(f"model must be a string (a model's name), got {model!r}")
+    if family is not None and not isinstance(family, str):
+        raise ConfigError(f"family must be a string (a family's name), got {family!r}")
+    infos, names = declared_infos(registries, model, family)
+    for name, value in options.items():
+        if name == MODEL_KEY:
+            continue
+        if name not in names:
+            raise ConfigError(f"no such option: {name} (help(iclab.train) lists them)")
+        info = infos.get(name)
+        if info is None or value is None:
+            continue
+        if info.kind == "matrix":
+            if not isinstance(value, str | os.PathLike):
+                raise ConfigError(f"{name} must be the path of a .npy file, got {value!r}")
+            options = {**options, name: os.fspath(value)}
+        else:
+            check_value(name, value, info)
+    return dict(options)
+
+
+def _entry(name: str, text: str, default: Any = None) -> str:
+    shown = "" if default is None else f" [default: {default!r}]"
+    return textwrap.fill(f"{name}: {' '.join(text.split())}{shown}", width=92,
+                         initial_indent="    ", subsequent_indent="        ")
+
+
+def run_options_doc(registries: ConfigRegistries) -> str:
+    """The option list of ``iclab.train``: every declared option of the task, optimiser and
+    run sections, then each model's and each family's own, each with its owner and default."""
+    visible, _ = run_sections(registries, "", None)
+    blocks: list[tuple[str, list[tuple[type, str]]]] = [("Options", visible)]
+    blocks += [(f"Options of model {m.name} (with model={m.name!r})", [(m.options_class, "")])
+               for m in registries.models.models()]
+    for name in registries.families.names:
+        if name != TaskConfig.family:
+            fam_visible, _ = run_sections(registries, "", name, fixed=False)
+            blocks.append((f"Options of family {name} (with family={name!r})",
+                           fam_visible[:1]))
+    seen: set[str] = set()
+    lines: list[str] = []
+    for title, sections in blocks:
+        entries = []
+        for cls, _ in sections:
+            for name, (f, info) in field_infos(cls).items():
+                key = f"{title.split(' (')[0]}:{name}" if title != "Options" else name
+                if not info.cli or key in seen or (title != "Options" and name in seen):
+                    continue
+                seen.add(key)
+                default = default_of(f)
+                entries.append(_entry(name, info.help, None if default is
+                                      dataclasses.MISSING else default))
+        if entries:
+            lines += ["", f"{title}:", *entries]
+    return "\n".join(lines)
+
+
+def command_options_doc(command: click.Command) -> str:
+    """The option list of a command's function: its click parameters, named as keywords."""
+    lines = ["", "Options:"]
+    for param in command.params:
+        if isinstance(param, click.Option) and param.hidden:
+            continue
+        name = keyword_of(param)
+        if name in ("as_json", "json"):
+            continue
+        text = getattr(param, "help", None) or ("the positional argument "
+                                                f"{(param.name or '').upper()}")
+        default = param.default if param.default not in (None, False) else None
+        lines.append(_entry(name, text, default))
+    return "\n".join(lines)
+
+
+def keyword_of(param: click.Parameter) -> str:
+    """A parameter's keyword in the API: the long option's name with underscores
+    (``--fit-prompts`` -> fit_prompts), an argument's own name."""
+    if isinstance(param, click.Argument):
+        return param.name or ""
+    long = [opt for opt in param.opts if opt.startswith("--")]
+    return (long[0] if long else param.opts[0]).lstrip("-").replace("-", "_")
