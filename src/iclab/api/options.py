@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from iclab.cli.run_options import ConfigRegistries, run_sections
-from iclab.config.sections import MODEL_KEY, TaskConfig
+from iclab.config.sections import MODEL_KEY
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import FieldInfo, check_value, default_of, field_infos
 
@@ -65,33 +65,44 @@ def _entry(name: str, text: str, default: Any = None) -> str:
                          initial_indent="    ", subsequent_indent="        ")
 
 
+def _fields(sections: list[tuple[type, str]]) -> dict[str, tuple[FieldInfo, Any]]:
+    """name -> (declaration, default or None) of the command-line fields of ``sections``."""
+    out: dict[str, tuple[FieldInfo, Any]] = {}
+    for cls, _ in sections:
+        for name, (f, info) in field_infos(cls).items():
+            default = default_of(f)
+            if info.cli and name not in out:
+                out[name] = (info, None if default is dataclasses.MISSING else default)
+    return out
+
+
 def run_options_doc(registries: ConfigRegistries) -> str:
     """The option list of ``iclab.train``: every declared option of the task, optimiser and
-    run sections, then each model's and each family's own, each with its owner and default."""
-    visible, _ = run_sections(registries, "", None)
-    blocks: list[tuple[str, list[tuple[type, str]]]] = [("Options", visible)]
-    blocks += [(f"Options of model {m.name} (with model={m.name!r})", [(m.options_class, "")])
-               for m in registries.models.models()]
-    for name in registries.families.names:
-        if name != TaskConfig.family:
-            fam_visible, _ = run_sections(registries, "", name, fixed=False)
-            blocks.append((f"Options of family {name} (with family={name!r})",
-                           fam_visible[:1]))
-    seen: set[str] = set()
+    run sections, then each model's and each family's own, each with its owner and default
+    (a family's option under the name it takes beside a model with a same-named option)."""
+    core = _fields(run_sections(registries, "", None)[0])
+    blocks: list[tuple[str, list[str]]] = [
+        ("Options", [_entry(name, info.help, default)
+                     for name, (info, default) in core.items()])]
+    for model in registries.models.models():
+        own = _fields([(model.options_class, "")])
+        blocks.append((f"Options of model {model.name} (with model={model.name!r})",
+                       [_entry(name, info.help, default) for name, (info, default)
+                        in own.items()]))
+    for family in registries.families.names:
+        plain = _fields(run_sections(registries, "", family, fixed=False)[0][:1])
+        entries = [_entry(name, info.help, default) for name, (info, default)
+                   in plain.items() if name not in core]
+        for model in registries.models.models():
+            beside = _fields(run_sections(registries, model.name, family, fixed=False)[0][:1])
+            entries += [_entry(name, f"{info.help} (its name beside model={model.name!r})",
+                               default) for name, (info, default) in beside.items()
+                        if name not in plain and name not in core]
+        blocks.append((f"Options of family {family} (with family={family!r})", entries))
     lines: list[str] = []
-    for title, sections in blocks:
-        entries = []
-        for cls, _ in sections:
-            for name, (f, info) in field_infos(cls).items():
-                key = f"{title.split(' (')[0]}:{name}" if title != "Options" else name
-                if not info.cli or key in seen or (title != "Options" and name in seen):
-                    continue
-                seen.add(key)
-                default = default_of(f)
-                entries.append(_entry(name, info.help, None if default is
-                                      dataclasses.MISSING else default))
+    for title, entries in blocks:
         if entries:
-            lines += ["", f"{title}:", *entries]
+            lines += ["", f"{title}:", *dict.fromkeys(entries)]
     return "\n".join(lines)
 
 
