@@ -115,8 +115,8 @@ def command_options_doc(command: click.Command) -> str:
         name = keyword_of(param)
         if name in ("as_json", "json"):
             continue
-        text = getattr(param, "help", None) or ("the positional argument "
-                                                f"{(param.name or '').upper()}")
+        text = (param.help if isinstance(param, click.Option) else None) or (
+            f"the positional argument {(param.name or '').upper()}")
         default = param.default if param.default not in (None, False) else None
         lines.append(_entry(name, text, default))
     return "\n".join(lines)
