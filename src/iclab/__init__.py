@@ -25,6 +25,10 @@ __all__ = ["Error", "__version__", *API]
 
 def __getattr__(name: str) -> Any:
     """``iclab.train`` and the rest of ``API``: imported from ``iclab.api`` on first use."""
+    if name == "api":
+        import importlib
+
+        return importlib.import_module("iclab.api")
     if name in API:
         import importlib
 

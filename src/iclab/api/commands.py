@@ -5,6 +5,7 @@ output returned as typed results."""
 from __future__ import annotations
 
 import os
+import textwrap
 import types
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,7 @@ def document(registries: Registries) -> None:
             listed = command_options_doc(command_of(name, registries))
         except Exception:
             listed = f"\n(iclab {name} is not among the installed studies' commands)"
-        function.__doc__ = (function.__doc__ or "") + "\n" + listed + "\n"
+        function.__doc__ = (function.__doc__ or "") + "\n" + textwrap.indent(listed, "    ") + "\n"
 
 
 class TheoryPackage(types.ModuleType):

@@ -115,9 +115,13 @@ def command_options_doc(command: click.Command) -> str:
         name = keyword_of(param)
         if name in ("as_json", "json"):
             continue
-        text = (param.help if isinstance(param, click.Option) else None) or (
-            f"the positional argument {(param.name or '').upper()}")
-        default = param.default if param.default not in (None, False) else None
+        if isinstance(param, click.Option):
+            text = param.help or f"the command's {param.opts[0]}"
+        else:
+            text = f"the positional argument {(param.name or '').upper()}"
+        shown = isinstance(param, click.Option) and param.show_default is True
+        default = param.default if shown and isinstance(param.default, int | float | str) \
+            and not isinstance(param.default, bool) else None
         lines.append(_entry(name, text, default))
     return "\n".join(lines)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -48,4 +49,4 @@ def document(registries: Registries) -> None:
     """Add each command's option list (its click parameters) to its function's docstring."""
     for function, name in ((sweep, "sweep"), (reproduce, "reproduce")):
         listed = command_options_doc(command_of(name, registries))
-        function.__doc__ = (function.__doc__ or "") + "\n" + listed + "\n"
+        function.__doc__ = (function.__doc__ or "") + "\n" + textwrap.indent(listed, "    ") + "\n"

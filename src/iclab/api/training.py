@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -48,4 +49,5 @@ def train(*, out: str | os.PathLike[str] | None = None, registries: Registries |
 
 def document(registries: Registries) -> None:
     """Add the option list, generated from the declarations, to ``train``'s docstring."""
-    train.__doc__ = (train.__doc__ or "") + run_options_doc(registries) + "\n"
+    listed = textwrap.indent(run_options_doc(registries), "    ")
+    train.__doc__ = (train.__doc__ or "") + listed + "\n"
