@@ -29,10 +29,14 @@ FORBIDDEN = {
     "algorithms": {"training", "analysis", "experiments", "cli", "runs"},
 }
 PACKAGES = {"tasks", "models", "training", "analysis", "theory", "algorithms", "config", "runs",
-            "experiments", "cli"}
+            "experiments", "cli", "api"}
 FORBIDDEN["utils"] = PACKAGES
 """The small utilities (iclab.utils) import no other package."""
 FORBIDDEN["cli"] = set()
+for _forbidden in FORBIDDEN.values():
+    _forbidden.add("api")
+"""iclab.api (the Python API) is the top of the core, beside the CLI: no package imports it."""
+FORBIDDEN["api"] = set()
 for _forbidden in FORBIDDEN.values():
     _forbidden.add("studies")
 """The core (every package but iclab.studies) imports no study."""

@@ -63,6 +63,7 @@ def build_cli(args: list[str], registries: Registries | None = None) -> Any:
     from iclab import __version__
     from iclab.cli.catalogue import families_command, models_command, studies_command
     from iclab.cli.certify import certify_command
+    from iclab.cli.export import export_command
     from iclab.cli.reproduce import reproduce_command
     from iclab.cli.run_options import option_argument
     from iclab.cli.sweep import sweep_command
@@ -90,8 +91,8 @@ def build_cli(args: list[str], registries: Registries | None = None) -> Any:
 
     for command in (make_train_command(registries, reference, family),
                     make_theory_command(registries, family),
-                    certify_command, sweep_command, reproduce_command, models_command,
-                    families_command, studies_command):
+                    certify_command, export_command, sweep_command, reproduce_command,
+                    models_command, families_command, studies_command):
         cli.add_command(command)
     for factory in registries.commands:  # the studies' own commands
         cli.add_command(factory(registries, args))
@@ -146,6 +147,7 @@ def _import_libraries() -> None:
     with stop_signals_deferred():
         import iclab.cli.catalogue
         import iclab.cli.certify
+        import iclab.cli.export
         import iclab.cli.reproduce
         import iclab.cli.sweep
         import iclab.cli.theory

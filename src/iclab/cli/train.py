@@ -12,6 +12,7 @@ import click
 
 from iclab.cli.options import apply_options, declared_options
 from iclab.cli.run_options import ConfigRegistries, config_from_options, run_sections
+from iclab.config.train import TrainConfig
 from iclab.runs.folder import check_out_dir
 from iclab.runs.pipeline import RunRegistries, run_training
 
@@ -95,6 +96,18 @@ def _pool_rows(result: dict[str, Any]) -> list[tuple[str, str] | None]:
     return rows
 
 
+def train_run(values: dict[str, Any], registries: ConfigRegistries,
+              run_registries: RunRegistries, out: str, quiet: bool, restart: bool
+              ) -> tuple[TrainConfig, dict[str, Any]]:
+    """The config of the option ``values`` and the result of its run in ``out``: what
+    ``iclab train`` and ``iclab.train`` both do (the same code path, so the same numbers)."""
+    path = check_out_dir(out)  # before Path(""), which is the current folder
+    config = config_from_options(values, registries)
+    result = run_training(config, path, progress=not quiet, restart=restart,
+                          registries=run_registries)
+    return config, result
+
+
 def make_train_command(registries: ConfigRegistries, model: str | None = None,
                        family: str | None = None) -> click.Command:
     """The ``train`` command with the options of ``model`` and ``family`` (the ones the
@@ -116,10 +129,7 @@ def make_train_command(registries: ConfigRegistries, model: str | None = None,
         loss above; "undetermined" when the evidence is too thin). Running the same
         command again resumes an interrupted run; a finished run is not re-run.
         """
-        path = check_out_dir(out)  # before Path(""), which is the current folder
-        config = config_from_options(values, registries)
-        result = run_training(config, path, progress=not quiet, restart=restart,
-                              registries=run_registries)
+        config, result = train_run(values, registries, run_registries, out, quiet, restart)
         depth = config.depth()
         click.echo(format_result(result, depth))
         if result.get("verdict") in ("not optimal", "undetermined"):

@@ -32,7 +32,7 @@ from iclab.training.checkpoint import (
 from iclab.training.exact import Masks, Optimiser, make_optimizer, take_step
 from iclab.training.objective import Objective, make_objective
 from iclab.training.run_folder import RunFolder
-from iclab.utils.errors import ConfigError
+from iclab.utils.errors import ConfigError, Error
 from iclab.utils.io import atomic_write_text
 from iclab.utils.seeding import make_generator
 from iclab.utils.threads import intra_op_threads
@@ -49,7 +49,7 @@ polynomial of degree 2L+1 in the prompt, so a rare prompt can make one batch's l
 the model trains on (benchmarks/README.md, the depth study)."""
 
 
-class TrainingDivergedError(RuntimeError):
+class TrainingDivergedError(Error, RuntimeError):
     """The loss became non-finite or exploded; the run stops without a result."""
 
 

@@ -23,11 +23,11 @@ from iclab.experiments.specs.measurement_spec import MeasurementSpec
 from iclab.experiments.specs.results import RunRecord, Site, axis_value
 from iclab.experiments.specs.spec import Spec
 from iclab.tasks.base import TaskFamily
-from iclab.utils.errors import ConfigError
+from iclab.utils.errors import ConfigError, Error
 from iclab.utils.fields import default_of, field_infos
 
 
-class ClaimsNotHeldError(RuntimeError):
+class ClaimsNotHeldError(Error, RuntimeError):
     """Some claims do not hold; the message says how many and where the report is."""
 
 

@@ -30,12 +30,12 @@ from iclab.experiments.specs.results import (
 from iclab.experiments.specs.spec import Spec
 from iclab.training.loop import resolve_device
 from iclab.training.run_folder import RunFolder
-from iclab.utils.errors import ConfigError
+from iclab.utils.errors import ConfigError, Error
 
 EXECUTORS = ("local", "ray")
 
 
-class SweepError(RuntimeError):
+class SweepError(Error, RuntimeError):
     """Some runs failed; the message names how many and the first failure."""
 
 
