@@ -47,9 +47,22 @@ class TrainResult:
                    result.get("gamma_star"), registries)
 
     def metrics(self) -> list[dict[str, Any]]:
-        """metrics.jsonl's lines: step, loss, lr and the read-out's numbers as logged."""
-        path = self.run_dir / "metrics.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        """metrics.jsonl's lines: step, loss, lr and the read-out's numbers as logged; an
+        unreadable line is one ``iclab.Error`` naming it."""
+        from iclab.training.run_folder import RunFolder
+        from iclab.utils.errors import ConfigError
+
+        path = RunFolder(self.run_dir).metrics
+        lines = []
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                entry = None
+            if not isinstance(entry, dict):
+                raise ConfigError(f"{path}: line {number} is not a JSON object")
+            lines.append(entry)
+        return lines
 
     def load_model(self) -> Any:
         """The trained model (an ``iclab.models.Model``, float64 on the CPU), checked to be
