@@ -10,7 +10,12 @@ import click
 
 from iclab.cli.options import apply_options, declared_options, flag_name
 from iclab.cli.run_options import run_sections
-from iclab.cli.theory.applicable import check_applicable, check_family_options, given_options
+from iclab.cli.theory.applicable import (
+    check_applicable,
+    check_family_options,
+    given_options,
+    option_names,
+)
 from iclab.config.sections import RunConfig, TaskConfig
 from iclab.config.task_section import option_values, task_section
 from iclab.experiments.registries import Registries
@@ -192,9 +197,15 @@ def make_theory_command(registries: Registries, family: str | None = None) -> cl
     (``iclab.config.train.TaskConfig``, as ``iclab train``), then the theory's own, then
     those of the studies' modes (``registries.theory_modes``)."""
     visible, hidden = run_sections(registries, "", family, fixed=False)
+    studies = [*(option for mode in registries.theory_modes for option in mode.options()),
+               *(option for addition in registries.theory_additions
+                 for option in addition.options())]
+    shared = set(option_names(studies))  # a family's option a study's mode also takes
+    task = [option for option in (*declared_options(visible),
+                                  *declared_options(hidden, hidden=True, skip=visible))
+            if not shared & set(option_names([option]))]
     options = [
-        *declared_options(visible),
-        *declared_options(hidden, hidden=True, skip=visible),
+        *task,
         click.option("--monte-carlo", is_flag=True,
                      help="Estimate by Monte Carlo even where a closed form exists."),
         click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
@@ -212,8 +223,7 @@ def make_theory_command(registries: Registries, family: str | None = None) -> cl
         click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the Monte Carlo estimates (0 to 2**62)."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
-        *(option for mode in registries.theory_modes for option in mode.options()),
-        *(option for addition in registries.theory_additions for option in addition.options()),
+        *studies,
     ]
     command = click.command("theory")(apply_options(click.pass_obj(theory_command), options))
     for param in command.params:  # --d, --n: required by task_of (not by --asymptotic)

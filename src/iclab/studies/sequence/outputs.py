@@ -1,0 +1,61 @@
+"""What ``iclab train`` adds to result.json for the sequence models on Gaussian families:
+the WPGD read-out (weights, Gamma, its residual), its exact loss and the family's exact WPGD
+and LSA optima."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from iclab.models.base import Model
+from iclab.runs.outputs import RunOutput
+from iclab.studies.sequence.family import DriftingLinear
+from iclab.studies.sequence.gla import GatedLinearAttention
+from iclab.studies.sequence.h3 import H3
+from iclab.studies.sequence.wpgd import wpgd_loss, wpgd_optimum
+from iclab.tasks.base import TaskFamily
+
+if TYPE_CHECKING:
+    from iclab.config.train import TrainConfig
+
+
+def drift_of(task: TaskFamily) -> float | None:
+    """rho of a drifting family, 1 for the isotropic i.i.d. linear Gaussian family, else
+    None (the theory does not apply)."""
+    if isinstance(task, DriftingLinear):
+        return task.rho
+    if task.gaussian and task.rotation_invariant and task.covariate_law is None \
+            and task.task_pool is None:
+        sigma_w = np.asarray(getattr(task, "sigma_w", None))
+        if sigma_w.shape == (task.d, task.d) and np.array_equal(sigma_w, np.eye(task.d)):
+            return 1.0
+    return None
+
+
+class WPGDReadoutOutput(RunOutput):
+    """result.json keys: wpgd_omega, wpgd_eta (tr Gamma / d), wpgd_residual, wpgd_complete,
+    wpgd_readout_loss (the exact loss of the read-out), loss_star_wpgd, omega_star,
+    loss_star_lsa and omega_error = ||omega - omega*|| / ||omega*||."""
+
+    name = "wpgd read-out"
+
+    def applies(self, model: Model, task: TaskFamily) -> bool:
+        return isinstance(model, H3 | GatedLinearAttention) and drift_of(task) is not None
+
+    def write(self, model: Model, task: TaskFamily, config: TrainConfig,
+              path: Path) -> dict[str, Any]:
+        assert isinstance(model, H3 | GatedLinearAttention)
+        rho = drift_of(task)
+        assert rho is not None
+        readout = model.wpgd_readout(task.n)
+        optimum = wpgd_optimum(task.d, task.n, task.sigma, rho)
+        error = float(np.linalg.norm(readout.omega - optimum.omega)
+                      / np.linalg.norm(optimum.omega))
+        return {"wpgd_omega": readout.omega.tolist(),
+                "wpgd_eta": float(np.trace(readout.gamma) / task.d),
+                "wpgd_residual": readout.residual, "wpgd_complete": readout.complete,
+                "wpgd_readout_loss": wpgd_loss(readout.omega, readout.gamma, task.sigma, rho),
+                "loss_star_wpgd": optimum.loss, "omega_star": optimum.omega.tolist(),
+                "loss_star_lsa": optimum.lsa_loss, "omega_error": error}
