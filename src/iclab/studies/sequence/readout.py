@@ -37,5 +37,5 @@ def weighted_readout(position_gammas: np.ndarray, complete: bool = True) -> Weig
     omega, gamma = left[:, 0] * values[0], right[0].reshape(d, d)
     total = float(omega.sum())
     scale = n / total if total != 0 else 1.0
-    residual = float(np.sqrt(max(norm**2 - values[0] ** 2, 0.0))) / norm
+    residual = float(np.linalg.norm(flat - np.outer(omega, right[0]))) / norm
     return WeightedReadout(omega * scale, gamma / scale, residual, complete)
