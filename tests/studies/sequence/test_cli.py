@@ -94,3 +94,15 @@ def test_rho_accepts_both_ends(tmp_path: Path, rho: str) -> None:
                  "--d", "2", "--n", "4", "--steps", "5", "--eval-prompts", "500", "--quiet",
                  "--out", str(out)]) == 0
     assert json.loads((out / "config.json").read_text())["rho"] == float(rho)
+
+
+def test_h3_on_iid_prompts_writes_its_readout_beside_uniform_optimal_weights(
+        tmp_path: Path) -> None:
+    out = tmp_path / "h3"
+    assert main(["train", "--model", "h3", "--d", "3", "--n", "6", "--sigma", "0.5",
+                 "--steps", "5", "--eval-prompts", "500", "--quiet", "--out", str(out)]) == 0
+    result = json.loads((out / "result.json").read_text())
+    np.testing.assert_allclose(result["omega_star"], np.ones(6), rtol=1e-12)
+    assert result["loss_star_wpgd"] == pytest.approx(result["loss_star"], rel=1e-12)
+    assert len(result["wpgd_omega"]) == 6 and sum(result["wpgd_omega"]) == pytest.approx(6)
+    assert result["wpgd_readout_loss"] >= result["loss_star_wpgd"]

@@ -114,3 +114,9 @@ def test_no_perturbation_of_the_optimum_does_better() -> None:
 def test_rho_zero_leaves_nothing_to_learn() -> None:
     optimum = wpgd_optimum(3, 5, 0.5, 0.0)
     assert optimum.loss == optimum.lsa_loss == pytest.approx(3.25, rel=1e-15)
+
+
+def test_one_example_leaves_nothing_to_weight() -> None:
+    optimum = wpgd_optimum(3, 1, 0.5, 0.7)
+    assert optimum.loss == pytest.approx(optimum.lsa_loss, rel=1e-14)
+    assert wpgd_optimum(3, 2, 0.5, 0.7).loss < optimum.lsa_loss

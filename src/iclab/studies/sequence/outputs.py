@@ -28,8 +28,10 @@ def drift_of(task: TaskFamily) -> float | None:
         return task.rho
     if task.gaussian and task.rotation_invariant and task.covariate_law is None \
             and task.task_pool is None:
-        sigma_w = np.asarray(getattr(task, "sigma_w", None))
-        if sigma_w.shape == (task.d, task.d) and np.array_equal(sigma_w, np.eye(task.d)):
+        gaussian: Any = task  # a gaussian family has sigma_x and sigma_w (TaskFamily)
+        identity = np.eye(task.d)
+        if np.array_equal(gaussian.sigma_x, identity) \
+                and np.array_equal(gaussian.sigma_w, identity):
             return 1.0
     return None
 
