@@ -154,3 +154,9 @@ def test_logsigmoid_weights_do_not_underflow_on_long_prompts() -> None:
     # the last example's weight is the query's gate alone: sigmoid(-5) at W_g = 0
     assert torch.isfinite(weights).all() and float(weights.min()) >= 0
     torch.testing.assert_close(weights[:, -1], torch.sigmoid(torch.full((4, 1), -5.0)))
+
+
+@pytest.mark.parametrize("model", [h3(), gla("scalar"), gla("vector")])
+def test_parameter_count_is_declared_exactly(model: torch.nn.Module) -> None:
+    declared = type(model).parameter_count(model.options, D)  # type: ignore[attr-defined]
+    assert declared == sum(p.numel() for p in model.parameters())

@@ -53,3 +53,24 @@ class GLAOptions:
 
     def width(self, d: int) -> int:
         return d + 1 if self.key_dim is None else self.key_dim
+
+
+@dataclass(frozen=True)
+class MambaOptions:
+    """A stack of ``layers`` Mamba-style blocks (selective state space, Gu and Dao 2023) on a
+    residual stream of ``width``."""
+
+    layers: int = setting(2, "Mamba-style blocks (mamba model).", minimum=1, maximum=64)
+    width: int = setting(32, "Residual stream and state-space channels (mamba model).",
+                         minimum=1, maximum=4096)
+    state: int = setting(8, "State size per channel (mamba model).", minimum=1, maximum=256)
+    conv: int = setting(4, "Taps of the causal depthwise convolution (mamba model).",
+                        minimum=1, maximum=64)
+    scan: str = setting("parallel", "The recurrence: a parallel (log-depth) scan or the "
+                        "sequential reference (mamba model).", choices=("parallel",
+                                                                        "sequential"))
+    init_scale: float = setting(0.1, "Standard deviation of the initial weights.", minimum=0,
+                                maximum=10.0, strict=True)
+
+    def check(self, d: int) -> None:
+        _check_d(d)
