@@ -106,3 +106,15 @@ def test_h3_on_iid_prompts_writes_its_readout_beside_uniform_optimal_weights(
     assert result["loss_star_wpgd"] == pytest.approx(result["loss_star"], rel=1e-12)
     assert len(result["wpgd_omega"]) == 6 and sum(result["wpgd_omega"]) == pytest.approx(6)
     assert result["wpgd_readout_loss"] >= result["loss_star_wpgd"]
+
+
+def test_the_catalogue_lists_the_models_and_the_family(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    assert main(["families", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["drifting-linear"]["optimum"] == "the family's own"
+    assert "rho" in rows["drifting-linear"]["parameters"]
+    assert rows["linear-gaussian"]["optimum"] == "closed form"
+    assert main(["models", "--json"]) == 0
+    names = {row["name"] for row in json.loads(capsys.readouterr().out)}
+    assert {"h3", "gla", "mamba"} <= names
