@@ -9,9 +9,8 @@ import dataclasses
 import pytest
 import torch
 
-from iclab.studies.sequence.mamba import Mamba
+from iclab.studies.sequence.mamba import Mamba, parallel_scan, sequential_scan
 from iclab.studies.sequence.options import MambaOptions
-from iclab.studies.sequence.scan import parallel_scan, sequential_scan
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.utils.seeding import make_generator
 

@@ -14,7 +14,10 @@ Mixer(RMSNorm(h)) to it:
     s_t    = exp(Delta_t A) * s_(t-1) + Delta_t B_t u_t    (A = -exp(A_log): (p, N))
     out_t  = W_out ((C_t . s_t + D u_t) * silu(z_t)),
 
-the recurrence run by the parallel scan or the sequential reference (``scan``). A final
+the recurrence h_t = a_t * h_(t-1) + b_t (h_0 = 0) run by the parallel scan or the
+sequential reference (``scan``): the parallel scan is Hillis and Steele's, log2(T) rounds,
+each combining every position with the one 2^k before it, (a, b) o (a', b') =
+(a a', a' b + b'). A final
 RMSNorm and a linear read-out give one number per position. Initialisation (seeded): weights
 N(0, init_scale^2), A_log = log(1..N) per channel, b_delta such that Delta starts near 0.05,
 D = 1, norms' gains 1.
@@ -31,7 +34,27 @@ from torch.nn import functional
 
 from iclab.models.base import Model
 from iclab.studies.sequence.options import MambaOptions
-from iclab.studies.sequence.scan import parallel_scan, sequential_scan
+
+
+def sequential_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a, b: (B, T, ...) -> h: (B, T, ...), one step at a time."""
+    state = torch.zeros_like(b[:, 0])
+    states = []
+    for t in range(b.shape[1]):
+        state = a[:, t] * state + b[:, t]
+        states.append(state)
+    return torch.stack(states, dim=1)
+
+
+def parallel_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a, b: (B, T, ...) -> h: (B, T, ...), in ceil(log2 T) rounds of whole-tensor products
+    (differentiable: no in-place writes)."""
+    length, offset = b.shape[1], 1
+    while offset < length:
+        b = torch.cat([b[:, :offset], a[:, offset:] * b[:, :-offset] + b[:, offset:]], dim=1)
+        a = torch.cat([a[:, :offset], a[:, offset:] * a[:, :-offset]], dim=1)
+        offset *= 2
+    return b
 
 
 def _rms(h: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:

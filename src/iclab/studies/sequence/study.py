@@ -7,12 +7,12 @@ result.json. Its one declaration, ``STUDY``, is listed under the
 
 from __future__ import annotations
 
+from iclab.studies.sequence.claims import WPGD_KINDS
 from iclab.studies.sequence.family import DriftingOptions, drifting_family
 from iclab.studies.sequence.gla import GatedLinearAttention
 from iclab.studies.sequence.h3 import H3
 from iclab.studies.sequence.mamba import Mamba
-from iclab.studies.sequence.outputs import WPGDReadoutOutput
-from iclab.studies.sequence.theory_addition import WPGD_ADDITION
+from iclab.studies.sequence.outputs import WPGD_ADDITION, WPGDReadoutOutput
 from iclab.tasks.family_entry import FamilyEntry
 from iclab.utils.studies import Study
 
@@ -26,6 +26,7 @@ STUDY = Study(
         "drifting-linear", drifting_family,
         "linear task drifting along the prompt: w_(i+1) = rho w_i + sqrt(1 - rho^2) xi_i, "
         "the query labelled by w_(n+1)", DriftingOptions),),
+    claim_kinds=lambda: tuple(kind() for kind in WPGD_KINDS),
     theory_additions=lambda: (WPGD_ADDITION,),
     run_outputs=lambda: (WPGDReadoutOutput(),),
 )
