@@ -10,6 +10,7 @@ import click
 
 from iclab.experiments.registries import Registries
 from iclab.models.registry import ModelRegistry
+from iclab.tasks.base import TaskFamily
 from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.fields import default_of, describe_allowed, field_infos
 
@@ -59,7 +60,8 @@ def family_rows(families: FamilyRegistry, models: ModelRegistry) -> list[dict[st
             "capabilities": {"statistics": task.statistics, "gaussian": task.gaussian,
                              "rotation_invariant": bool(task.rotation_invariant),
                              "sign_symmetric": bool(task.sign_symmetric)},
-            "optimum": "closed form" if task.gaussian or (
+            "optimum": "the family's own" if type(task).own_optimum is not
+                TaskFamily.own_optimum else "closed form" if task.gaussian or (
                 task.rotation_invariant and task.gd_moments()
                 is not None) else "Monte Carlo",
             "models": list(models.names), "samplers": samplers, "exact": exact_models,

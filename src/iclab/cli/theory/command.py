@@ -14,6 +14,7 @@ from iclab.cli.theory.applicable import (
     check_applicable,
     check_family_options,
     given_options,
+    option_names,
     refusing_an_unused_seed,
 )
 from iclab.config.sections import RunConfig, TaskConfig
@@ -209,9 +210,15 @@ def make_theory_command(registries: Registries, family: str | None = None) -> cl
     (``iclab.config.train.TaskConfig``, as ``iclab train``), then the theory's own, then
     those of the studies' modes (``registries.theory_modes``)."""
     visible, hidden = run_sections(registries, "", family, fixed=False)
+    studies = [*(option for mode in registries.theory_modes for option in mode.options()),
+               *(option for addition in registries.theory_additions
+                 for option in addition.options())]
+    shared = set(option_names(studies))  # a family's option a study's mode also takes
+    task = [option for option in (*declared_options(visible),
+                                  *declared_options(hidden, hidden=True, skip=visible))
+            if not shared & set(option_names([option]))]
     options = [
-        *declared_options(visible),
-        *declared_options(hidden, hidden=True, skip=visible),
+        *task,
         click.option("--monte-carlo", is_flag=True,
                      help="Estimate by Monte Carlo even where a closed form exists."),
         click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
@@ -229,8 +236,7 @@ def make_theory_command(registries: Registries, family: str | None = None) -> cl
         click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the Monte Carlo estimates (0 to 2**62)."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
-        *(option for mode in registries.theory_modes for option in mode.options()),
-        *(option for addition in registries.theory_additions for option in addition.options()),
+        *studies,
     ]
     command = click.command("theory")(apply_options(click.pass_obj(theory_command), options))
     for param in command.params:  # --d, --n: required by task_of (not by --asymptotic)

@@ -20,6 +20,9 @@ NUMBERS = ("tau", "alpha", "kappa", "rho", "lam")
 DEFAULTS: dict[str, float] = {"tau": math.nan, "alpha": 1.0, "kappa": math.inf, "rho": 0.0,
                               "lam": 0.0}
 OWN = ("asymptotic", *NUMBERS, "simulate_d", "repeats")
+SHARED = ("rho",)
+"""This mode's options a family may declare too (one --rho on the command line: the noise
+variance with --asymptotic, the family's option without it, drifting-linear's rho)."""
 
 
 def asymptotic_options() -> list[Callable[[Any], Any]]:
@@ -36,7 +39,8 @@ def asymptotic_options() -> list[Callable[[Any], Any]]:
         click.option("--kappa", type=str, default=None,
                      help="--asymptotic: tasks k = kappa d (1e-6 to 1e6, or inf: default)."),
         click.option("--rho", type=float, default=None,
-                     help="--asymptotic: label noise variance (0 to 1e6; default 0)."),
+                     help="--asymptotic: label noise variance (0 to 1e6; default 0); without "
+                          "--asymptotic, the family's rho (drifting-linear)."),
         click.option("--lam", type=float, default=None,
                      help="--asymptotic: ridge penalty (0 to 1e6; default 0)."),
         click.option("--simulate-d", type=int, default=None,
@@ -77,7 +81,11 @@ def asymptotic_mode(options: dict[str, Any], seed: int, as_json: bool) -> bool:
     simulation) and return True. ConfigError (one line) on a bad value, on the mode's options
     without --asymptotic, and on task options with it."""
     own = {key: options.pop(key, None) for key in OWN}
-    given = [key for key in OWN[1:] if own[key] is not None]
+    if not own["asymptotic"]:
+        for key in SHARED:  # left to the family's checks
+            if own[key] is not None:
+                options[key] = own.pop(key)
+    given = [key for key in OWN[1:] if own.get(key) is not None]
     if not own["asymptotic"]:
         if given:
             raise ConfigError(f"--{given[0].replace('_', '-')} needs --asymptotic")
