@@ -12,22 +12,25 @@ import pytest
 
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.budgets import SectionBudget, parse_budgets, wall_bound
-from iclab.experiments.specs.spec import builtin_spec
+from iclab.experiments.specs.builtin import builtin_spec
 from iclab.utils.errors import ConfigError
 
 README = Path(__file__).resolve().parents[2] / "benchmarks" / "README.md"
 SETS = {"quick": ("reproduce-quick", 120.0), "default": ("reproduce", 600.0)}
 CORES = 2
-ROW = re.compile(r"^\| (quick|default) \| ([^|]+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \|")
+ROW = re.compile(r"^\| (quick|default) \| ([^|]+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| "
+                 r"([\d.]+) \|")
 
 
-def measured() -> dict[str, dict[str, tuple[float, float]]]:
-    """set -> section -> (runs CPU s, driver CPU s), from the README's measured table."""
-    out: dict[str, dict[str, tuple[float, float]]] = {"quick": {}, "default": {}}
+def measured() -> dict[str, dict[str, SectionBudget]]:
+    """set -> section -> (runs CPU s, longest run CPU s, driver s) as measured, from the
+    README's table."""
+    out: dict[str, dict[str, SectionBudget]] = {"quick": {}, "default": {}}
     for line in README.read_text().splitlines():
         match = ROW.match(line)
         if match:
-            out[match[1]][match[2].strip()] = (float(match[4]), float(match[5]))
+            out[match[1]][match[2].strip()] = SectionBudget(
+                float(match[4]), float(match[5]), float(match[6]))
     return out
 
 
@@ -39,23 +42,27 @@ def test_every_section_declares_a_budget_that_covers_what_it_used(name: str) -> 
     assert set(spec.budgets) == sections
     table = measured()[name]
     assert set(table) == sections, "benchmarks/README.md measures every section"
-    for section, (runs, driver) in table.items():
+    for section, used in table.items():
         budget = spec.budgets[section]
-        assert runs <= budget.runs and driver <= budget.driver, section
+        assert used.runs <= budget.runs and used.longest <= budget.longest, section
+        assert used.driver <= budget.driver, section
     assert wall_bound(spec.budgets, CORES) <= limit
 
 
 def test_the_bound_fails_a_budget_past_the_limit() -> None:
-    fits = {"a": SectionBudget(runs=200.0, driver=5.0)}
-    assert wall_bound(fits, CORES) == pytest.approx(115.0)
-    assert wall_bound({**fits, "b": SectionBudget(runs=0.0, driver=6.0)}, CORES) > 120.0
+    fits = {"a": SectionBudget(runs=180.0, longest=10.0, driver=10.0)}
+    assert wall_bound(fits, CORES) == pytest.approx(90 + 5 + 10 + 15)  # = 120
+    assert wall_bound({**fits, "b": SectionBudget(runs=0.0, longest=0.0, driver=1.0)},
+                      CORES) > 120.0
+    assert wall_bound({"a": SectionBudget(180.0, 12.0, 10.0)}, CORES) > 120.0  # one long run
 
 
 def test_bad_budgets_are_one_line() -> None:
-    for raw, words in (({"X": {"runs": 1, "driver": 1}}, "no claim of the spec"),
-                       ({"A": {"runs": -1, "driver": 1}}, "runs must be seconds from 0"),
-                       ({"A": {"runs": 1}}, "give { runs = S, driver = S }")):
+    ok = {"runs": 4, "longest": 1, "driver": 2.5}
+    for raw, words in (({"X": ok}, "no claim of the spec"),
+                       ({"A": {**ok, "runs": -1}}, "runs must be seconds from 0"),
+                       ({"A": {**ok, "longest": 5}}, "longest (5) cannot pass runs (4)"),
+                       ({"A": {"runs": 1}}, "give { runs = S, longest = S, driver = S }")):
         with pytest.raises(ConfigError, match=re.escape(words)):
             parse_budgets(raw, {"A"}, "s.toml")
-    assert parse_budgets({"A": {"runs": 0, "driver": 2.5}}, {"A"}, "s.toml") == {
-        "A": SectionBudget(0.0, 2.5)}
+    assert parse_budgets({"A": ok}, {"A"}, "s.toml") == {"A": SectionBudget(4.0, 1.0, 2.5)}

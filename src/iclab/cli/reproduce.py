@@ -6,8 +6,9 @@ import click
 
 from iclab.cli.sweep import executor_options, ray_options, sweep_and_report
 from iclab.experiments.registries import Registries
+from iclab.experiments.specs.builtin import builtin_spec
 from iclab.experiments.specs.claim_spec import SpecRegistries
-from iclab.experiments.specs.spec import Spec, builtin_spec
+from iclab.experiments.specs.spec import Spec
 from iclab.utils.errors import ConfigError
 
 

@@ -11,7 +11,8 @@ import click
 from iclab.experiments.claims.kind import Claim, ClaimsNotHeldError
 from iclab.experiments.claims.probe import probe_claim_kinds
 from iclab.experiments.registries import Registries
-from iclab.experiments.specs.spec import Spec, load_spec
+from iclab.experiments.specs.builtin import load_spec
+from iclab.experiments.specs.spec import Spec
 from iclab.experiments.specs.sweep import EXECUTORS, check_sweep_dir, make_executor, run_sweep
 from iclab.utils.signals import stop_signals_deferred
 

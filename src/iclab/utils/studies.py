@@ -59,7 +59,10 @@ class Study:
     - ``theory_additions``: ``iclab.cli.theory.modes.TheoryAddition`` objects (rows added to
       the one-layer optimum's output of ``iclab theory``);
     - ``run_outputs``: ``iclab.runs.outputs.RunOutput`` objects (files and result keys a
-      finished training run adds, ``run_training``).
+      finished training run adds, ``run_training``);
+    - ``spec_sections``: ``iclab.experiments.specs.builtin.SpecSection`` objects: the study's
+      report sections of a built-in spec (``iclab reproduce``), each a TOML fragment in its
+      folder.
     """
 
     name: str
@@ -73,6 +76,7 @@ class Study:
     theory_modes: Callable[[], Sequence[Any]] = field(default=_none, compare=False)
     theory_additions: Callable[[], Sequence[Any]] = field(default=_none, compare=False)
     run_outputs: Callable[[], Sequence[Any]] = field(default=_none, compare=False)
+    spec_sections: Callable[[], Sequence[Any]] = field(default=_none, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):

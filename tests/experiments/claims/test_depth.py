@@ -16,8 +16,9 @@ from iclab.experiments.claims.kind import Claim, describe
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.registries import Registries
 from iclab.experiments.report.write import write_report
+from iclab.experiments.specs.builtin import builtin_spec
 from iclab.experiments.specs.results import RunRecord, sites
-from iclab.experiments.specs.spec import Spec, builtin_spec, parse_spec
+from iclab.experiments.specs.spec import Spec, parse_spec
 from iclab.utils.errors import ConfigError
 
 N, D = 6, 2

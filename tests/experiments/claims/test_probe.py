@@ -15,8 +15,8 @@ from iclab.config.train import TrainConfig
 from iclab.experiments.claims.probe import probe_claim_kinds, synthetic_result
 from iclab.experiments.claims.registry import ClaimRegistry
 from iclab.experiments.registries import Registries
+from iclab.experiments.specs.builtin import builtin_spec
 from iclab.experiments.specs.groups import Point
-from iclab.experiments.specs.spec import builtin_spec
 from iclab.runs import run_training
 
 

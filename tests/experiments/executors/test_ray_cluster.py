@@ -26,7 +26,7 @@ import pytest
 
 from iclab.experiments.executors.local import RunOutcome, RunTask, execute_run
 from iclab.experiments.registries import Registries
-from iclab.experiments.specs.spec import load_spec
+from iclab.experiments.specs.builtin import load_spec
 from iclab.experiments.specs.sweep import run_sweep
 
 ray = pytest.importorskip("ray")

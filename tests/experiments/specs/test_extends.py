@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from iclab.experiments.registries import Registries
-from iclab.experiments.specs.spec import load_spec
+from iclab.experiments.specs.builtin import load_spec
 from iclab.utils.errors import ConfigError
 
 BASE = """

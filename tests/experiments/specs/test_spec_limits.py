@@ -12,7 +12,8 @@ import pytest
 import iclab.experiments.specs.groups as groups_module
 import iclab.experiments.specs.spec as spec_module
 from iclab.experiments.registries import Registries
-from iclab.experiments.specs.spec import load_spec, parse_spec
+from iclab.experiments.specs.builtin import load_spec
+from iclab.experiments.specs.spec import parse_spec
 from iclab.experiments.specs.sweep import check_sweep_dir, prepare_sweep_dir
 from iclab.utils.errors import ConfigError
 

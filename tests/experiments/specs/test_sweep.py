@@ -16,8 +16,9 @@ import pytest
 
 from iclab.experiments.executors.local import LocalExecutor, RunOutcome, RunTask, execute_run
 from iclab.experiments.registries import Registries
+from iclab.experiments.specs.builtin import load_spec
 from iclab.experiments.specs.results import RESULT_COLUMNS, load_records
-from iclab.experiments.specs.spec import load_spec, parse_spec
+from iclab.experiments.specs.spec import parse_spec
 from iclab.experiments.specs.sweep import SweepError, failure_message, make_executor, run_sweep
 from iclab.utils.errors import ConfigError
 from iclab.utils.io import read_json

@@ -16,9 +16,10 @@ from iclab.experiments.claims.registry import evaluate_claims
 from iclab.experiments.registries import Registries
 from iclab.experiments.report.section_times import section_seconds
 from iclab.experiments.report.write import make_figures
+from iclab.experiments.specs.builtin import builtin_spec
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import Site
-from iclab.experiments.specs.spec import Spec, builtin_spec, parse_spec
+from iclab.experiments.specs.spec import Spec, parse_spec
 from iclab.studies.asymptotic.errors import asymptotic_errors
 from iclab.studies.asymptotic.formulas import ridgeless_e_icl
 from iclab.studies.asymptotic.simulation import simulate

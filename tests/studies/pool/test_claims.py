@@ -9,8 +9,9 @@ import pytest
 
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.registries import Registries
+from iclab.experiments.specs.builtin import builtin_spec
 from iclab.experiments.specs.results import RunRecord
-from iclab.experiments.specs.spec import Spec, builtin_spec, parse_spec
+from iclab.experiments.specs.spec import Spec, parse_spec
 from iclab.utils.errors import ConfigError
 
 

@@ -14,8 +14,9 @@ from iclab.cli.main import main
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.registries import Registries
 from iclab.experiments.report.write import write_report
+from iclab.experiments.specs.builtin import builtin_spec
 from iclab.experiments.specs.results import RunRecord, run_dir
-from iclab.experiments.specs.spec import Spec, builtin_spec, parse_spec
+from iclab.experiments.specs.spec import Spec, parse_spec
 from iclab.experiments.specs.sweep import measure_runs
 from iclab.studies.shift.claims.shift_folder import shift_folder
 from iclab.studies.shift.laws import SHIFT_KINDS

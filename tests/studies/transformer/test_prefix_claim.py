@@ -12,7 +12,7 @@ from iclab.cli.reproduce import sourced_spec
 from iclab.experiments.claims.probe import synthetic_records
 from iclab.experiments.claims.registry import ClaimRegistry, evaluate_claims
 from iclab.experiments.registries import Registries
-from iclab.experiments.specs.spec import load_spec
+from iclab.experiments.specs.builtin import load_spec
 from iclab.utils.io import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[3]

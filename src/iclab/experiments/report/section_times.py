@@ -46,9 +46,9 @@ def section_seconds(spec: Spec, records: dict[str, RunRecord]
 def section_usage(spec: Spec, records: dict[str, RunRecord],
                   driver: dict[str, float]) -> list[dict[str, Any]]:
     """One row per section, in the claims' order: its runs (each counted in the first section
-    that reads it), their CPU seconds, the driver's seconds (``driver``: its claims,
-    figures and measurements), and the section's budget and whether both parts kept to it
-    (None where the spec declares none)."""
+    that reads it), their CPU seconds and the longest one's, the driver's seconds (``driver``:
+    its claims, figures and measurements), and the section's budget and whether every part
+    kept to it (None where the spec declares none)."""
     counted: set[str] = set()
     rows = []
     for section in dict.fromkeys(claim.section for claim in spec.claims):
@@ -58,16 +58,18 @@ def section_usage(spec: Spec, records: dict[str, RunRecord],
         runs = [r for key, r in records.items()
                 if key not in counted and names.intersection(r.point.groups)]
         counted.update(key for key, r in records.items() if r in runs)
-        runs_cpu = sum(float(r.result.get("cpu_seconds", 0.0)) for r in runs)
+        seconds = [float(r.result.get("cpu_seconds", 0.0)) for r in runs]
+        runs_cpu = sum(seconds)
         budget = spec.budgets.get(section)
         used = driver.get(section, 0.0)
         rows.append({
             "section": section, "runs": len(runs), "runs_cpu_seconds": runs_cpu,
-            "driver_cpu_seconds": used,
-            "budget_runs_cpu_seconds": None if budget is None else budget.runs,
-            "budget_driver_cpu_seconds": None if budget is None else budget.driver,
-            "within_budget": None if budget is None else (runs_cpu <= budget.runs
-                                                          and used <= budget.driver)})
+            "longest_run_cpu_seconds": max(seconds, default=0.0), "driver_seconds": used,
+            "budget": None if budget is None else {
+                "runs": budget.runs, "longest": budget.longest, "driver": budget.driver},
+            "within_budget": None if budget is None else (
+                runs_cpu <= budget.runs and max(seconds, default=0.0) <= budget.longest
+                and used <= budget.driver)})
     return rows
 
 

@@ -12,7 +12,7 @@ checking a claim only reads files.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -100,6 +100,10 @@ class SpecRegistries(Protocol):
     @property
     def families(self) -> FamilyRegistry:
         """The families a group may name."""
+
+    @property
+    def studies(self) -> Sequence[Any]:
+        """The studies whose sections join a built-in spec (``Study.spec_sections``)."""
 
     @property
     def claims(self) -> ClaimKinds:

@@ -53,14 +53,12 @@ by the hash of that config; a config reached by several groups is one run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from iclab.experiments.specs.budgets import SectionBudget, parse_budgets
 from iclab.experiments.specs.claim_fit import check_claims_fit
 from iclab.experiments.specs.claim_spec import ClaimSpec, SpecRegistries, parse_claim
-from iclab.experiments.specs.extends import resolve_extends
 from iclab.experiments.specs.groups import (
     MAX_POINTS,
     GroupSpec,
@@ -69,10 +67,7 @@ from iclab.experiments.specs.groups import (
     fail,
 )
 from iclab.experiments.specs.measurement_spec import MeasurementSpec, parse_measurements
-from iclab.experiments.specs.text import parse_text, read_spec_file
-from iclab.utils.errors import ConfigError
 
-BUILTIN_SPECS = ("reproduce", "reproduce-quick")
 _SPEC_KEYS = ("name", "description", "defaults", "covariances", "sections", "budgets", "groups",
               "claims",
               "measurements")
@@ -158,35 +153,3 @@ def parse_spec(data: Any, source: str, registries: SpecRegistries) -> Spec:
                 groups=tuple(groups), claims=tuple(claims),
                 sections={str(k): str(v) for k, v in sections.items()},
                 measurements=measurements, budgets=budgets)
-
-
-def _read_builtin(name: str) -> Any:
-    text = resources.files("iclab.experiments.specs").joinpath(f"{name}.toml").read_text()
-    return parse_text(text, f"{name}.toml", ".toml")
-
-
-def _read_base(reference: str, source: str) -> tuple[Any, str]:
-    """The spec ``reference`` names: a file beside ``source``, else a built-in spec."""
-    beside = Path(source).parent / reference
-    if beside.is_file():
-        return read_spec_file(beside), str(beside)
-    name = Path(reference).stem
-    if reference in (f"{name}.toml", name) and name in BUILTIN_SPECS:
-        return _read_builtin(name), f"{name}.toml"
-    raise ConfigError(f"{source}: extends {reference!r}: no such spec beside it, and no "
-                      f"built-in spec of that name ({', '.join(BUILTIN_SPECS)})")
-
-
-def load_spec(path: str | Path, registries: SpecRegistries) -> Spec:
-    """Load and validate a spec file (.toml or .json), resolving ``extends``."""
-    path = Path(path)
-    data = resolve_extends(read_spec_file(path), str(path), _read_base)
-    return parse_spec(data, str(path), registries)
-
-
-def builtin_spec(name: str, registries: SpecRegistries) -> Spec:
-    """One of the specs shipped with iclab (BUILTIN_SPECS)."""
-    if name not in BUILTIN_SPECS:
-        raise ConfigError(f"unknown built-in spec {name!r}; allowed: {', '.join(BUILTIN_SPECS)}")
-    data = resolve_extends(_read_builtin(name), f"{name}.toml", _read_base)
-    return parse_spec(data, f"{name}.toml", registries)

@@ -26,28 +26,19 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from iclab.models.base import Model
 from iclab.studies.sequence.h3 import prompt_tokens
+from iclab.studies.sequence.model_base import SequenceModel
 from iclab.studies.sequence.options import GLAOptions
 from iclab.studies.sequence.readout import WeightedReadout, weighted_readout
 
 
-class GatedLinearAttention(Model):
+class GatedLinearAttention(SequenceModel):
     """One GLA layer (module docstring); trains on whole prompts."""
 
     name = "gla"
     description = ("one layer of gated linear attention, scalar or vector gate (Li et al. "
                    "2025): weighted preconditioned GD")
     options_class = GLAOptions
-
-    @classmethod
-    def create(cls, d: int, options: Any, generator: torch.Generator | None = None,
-               dtype: torch.dtype = torch.float32) -> GatedLinearAttention:
-        return cls(d, options, generator, dtype)
-
-    @classmethod
-    def check_options(cls, options: Any, d: int) -> None:
-        options.check(d)
 
     @classmethod
     def token_width(cls, options: Any, d: int) -> int:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclab.models.base import Model
+from iclab.studies.sequence.model_base import SequenceModel
 from iclab.studies.sequence.options import H3Options
 from iclab.studies.sequence.readout import WeightedReadout, weighted_readout
 
@@ -39,22 +39,13 @@ def prompt_tokens(X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.
     return torch.cat([context, query[:, None]], dim=1)
 
 
-class H3(Model):
+class H3(SequenceModel):
     """One H3-like layer (module docstring); trains on whole prompts."""
 
     name = "h3"
     description = ("one H3-like state-space layer (shift, diagonal SSM convolution, "
                    "multiplicative gating; Li, Rawat and Oymak 2024): weighted preconditioned GD")
     options_class = H3Options
-
-    @classmethod
-    def create(cls, d: int, options: Any, generator: torch.Generator | None = None,
-               dtype: torch.dtype = torch.float32) -> H3:
-        return cls(d, options, generator, dtype)
-
-    @classmethod
-    def check_options(cls, options: Any, d: int) -> None:
-        options.check(d)
 
     @classmethod
     def token_width(cls, options: Any, d: int) -> int:

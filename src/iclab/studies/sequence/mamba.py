@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from iclab.models.base import Model
+from iclab.studies.sequence.model_base import SequenceModel
 from iclab.studies.sequence.options import MambaOptions
 
 
@@ -103,7 +103,7 @@ class MambaBlock(nn.Module):
         return mixed
 
 
-class Mamba(Model):
+class Mamba(SequenceModel):
     """Mamba-style blocks on [x_t; y_(t-1)] tokens (module docstring); trains on every
     prefix."""
 
@@ -112,15 +112,6 @@ class Mamba(Model):
                    "x_t, y_(t-1) tokens, parallel or sequential scan, trained on every prefix")
     options_class = MambaOptions
     has_prefix_predictions = True
-
-    @classmethod
-    def create(cls, d: int, options: Any, generator: torch.Generator | None = None,
-               dtype: torch.dtype = torch.float32) -> Mamba:
-        return cls(d, options, generator, dtype)
-
-    @classmethod
-    def check_options(cls, options: Any, d: int) -> None:
-        options.check(d)
 
     @classmethod
     def token_width(cls, options: Any, d: int) -> int:

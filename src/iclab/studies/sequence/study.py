@@ -7,6 +7,9 @@ result.json. Its one declaration, ``STUDY``, is listed under the
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from iclab.experiments.specs.builtin import SpecSection
 from iclab.studies.sequence.claims import WPGD_KINDS
 from iclab.studies.sequence.family import DriftingOptions, drifting_family
 from iclab.studies.sequence.gla import GatedLinearAttention
@@ -15,6 +18,9 @@ from iclab.studies.sequence.mamba import Mamba
 from iclab.studies.sequence.outputs import WPGD_ADDITION, WPGDReadoutOutput
 from iclab.tasks.family_entry import FamilyEntry
 from iclab.utils.studies import Study
+
+HERE = Path(__file__).parent
+"""The study's folder: its sections of iclab reproduce (reproduce.toml, reproduce-quick.toml)."""
 
 STUDY = Study(
     "sequence",
@@ -29,4 +35,6 @@ STUDY = Study(
     claim_kinds=lambda: tuple(kind() for kind in WPGD_KINDS),
     theory_additions=lambda: (WPGD_ADDITION,),
     run_outputs=lambda: (WPGDReadoutOutput(),),
+    spec_sections=lambda: (SpecSection("reproduce", HERE / "reproduce.toml"),
+                           SpecSection("reproduce-quick", HERE / "reproduce-quick.toml")),
 )
