@@ -73,7 +73,7 @@ def test_a_flat_curve_fails_them(tmp_path: Path) -> None:
 
 
 def test_the_example_is_reproduce_s_section_and_quick_drops_it() -> None:
-    full = tomllib.loads((ROOT / "src/iclab/experiments/specs/reproduce.toml").read_text())
+    full = tomllib.loads((ROOT / "src/iclab/studies/transformer/reproduce.toml").read_text())
     example = tomllib.loads(EXAMPLE.read_text())
     group = next(g for g in full["groups"] if g["name"] == "transformers")
     assert example["groups"] == [group]

@@ -7,7 +7,7 @@ holding the section's ``[[groups]]``, ``[[claims]]`` and ``[[measurements]]`` (a
 the core's, in the studies' order), its ``[sections]`` paragraph, ``[covariances]`` and
 ``[budgets]`` (merged; a key already there is refused). A fragment for ``reproduce-quick``
 holds the quick set's changes to the section: its groups' overrides (``drop = true`` leaves the
-section out of the quick set) and its budgets.
+section out of the quick set), its ``[[override_claims]]`` and its budgets.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from iclab.experiments.specs.text import parse_text, read_spec_file
 from iclab.utils.errors import ConfigError
 
 BUILTIN_SPECS = ("reproduce", "reproduce-quick")
-LISTS = ("groups", "claims", "measurements")
+LISTS = ("groups", "claims", "measurements", "override_claims")
 TABLES = ("sections", "covariances", "budgets")
 
 
@@ -36,6 +36,13 @@ class SpecSection:
 
     spec: str
     path: Path
+
+
+def reproduce_sections(folder: Path) -> tuple[SpecSection, ...]:
+    """A study's sections of the built-in specs: the files ``reproduce.toml`` and
+    ``reproduce-quick.toml`` in its ``folder``, those that are there."""
+    return tuple(SpecSection(name, folder / f"{name}.toml") for name in BUILTIN_SPECS
+                 if (folder / f"{name}.toml").is_file())
 
 
 def _merge(data: dict[str, Any], fragment: Any, source: str) -> None:

@@ -7,10 +7,16 @@ finite pretraining data (docs/theory.md section 16): the closed forms (``formula
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from iclab.cli.theory.modes import TheoryMode
+from iclab.experiments.specs.builtin import reproduce_sections
 from iclab.studies.asymptotic.claims import LuAsymptoticClaim
 from iclab.studies.asymptotic.theory_mode import asymptotic_mode, asymptotic_options
 from iclab.utils.studies import Study
+
+HERE = Path(__file__).parent
+"""The study's folder: its sections of iclab reproduce."""
 
 STUDY = Study(
     "asymptotic",
@@ -20,4 +26,5 @@ STUDY = Study(
     theory_modes=lambda: (TheoryMode("asymptotic", asymptotic_options,
                                      lambda options: bool(options.get("asymptotic")),
                                      asymptotic_mode),),
+    spec_sections=lambda: reproduce_sections(HERE),
 )

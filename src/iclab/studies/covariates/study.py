@@ -10,7 +10,9 @@ study."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+from iclab.experiments.specs.builtin import reproduce_sections
 from iclab.studies.covariates.claims import COVARIATE_KINDS
 from iclab.studies.covariates.laws import DEFAULT_LAW
 from iclab.studies.covariates.linear_law import linear_family
@@ -54,10 +56,14 @@ def _with_law(family: TaskFamily, options: CovariateOptions,
 COVARIATE_EXTENSION = FamilyExtension("covariates", ("linear-gaussian",), CovariateOptions,
                                       _with_law)
 
+HERE = Path(__file__).parent
+"""The study's folder: its sections of iclab reproduce."""
+
 STUDY = Study(
     "covariates",
     "linear tasks with non-Gaussian covariate laws or correlated contexts, and their exact "
     "optimum",
     claim_kinds=lambda: tuple(kind() for kind in COVARIATE_KINDS),
     family_extensions=lambda: (COVARIATE_EXTENSION,),
+    spec_sections=lambda: reproduce_sections(HERE),
 )

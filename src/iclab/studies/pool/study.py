@@ -9,9 +9,11 @@ installed study."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from iclab.cli.theory.modes import TheoryMode
+from iclab.experiments.specs.builtin import reproduce_sections
 from iclab.studies.pool.claims import POOL_KINDS
 from iclab.studies.pool.family import with_pool
 from iclab.studies.pool.pool import PoolOptions
@@ -33,6 +35,9 @@ def _pool_asked(options: dict[str, Any]) -> bool:
 
 POOL_EXTENSION = FamilyExtension("pool", ("linear-gaussian",), PoolOptions, _pooled)
 
+HERE = Path(__file__).parent
+"""The study's folder: its sections of iclab reproduce."""
+
 STUDY = Study(
     "pool",
     "a one-layer LSA trained on a finite task pool, beside the pool's exact optimum and dMMSE",
@@ -40,4 +45,5 @@ STUDY = Study(
     claim_kinds=lambda: tuple(kind() for kind in POOL_KINDS),
     family_extensions=lambda: (POOL_EXTENSION,),
     theory_modes=lambda: (TheoryMode("task pool", lambda: (), _pool_asked, pool_mode),),
+    spec_sections=lambda: reproduce_sections(HERE),
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from iclab.experiments.specs.builtin import SpecSection
+from iclab.experiments.specs.builtin import reproduce_sections
 from iclab.studies.sequence.claims import WPGD_KINDS
 from iclab.studies.sequence.family import DriftingOptions, drifting_family
 from iclab.studies.sequence.gla import GatedLinearAttention
@@ -35,6 +35,5 @@ STUDY = Study(
     claim_kinds=lambda: tuple(kind() for kind in WPGD_KINDS),
     theory_additions=lambda: (WPGD_ADDITION,),
     run_outputs=lambda: (WPGDReadoutOutput(),),
-    spec_sections=lambda: (SpecSection("reproduce", HERE / "reproduce.toml"),
-                           SpecSection("reproduce-quick", HERE / "reproduce-quick.toml")),
+    spec_sections=lambda: reproduce_sections(HERE),
 )

@@ -11,8 +11,10 @@ kind makes (``claims``). Its one declaration, ``STUDY``, is listed under the
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from iclab.experiments.specs.builtin import reproduce_sections
 from iclab.studies.shift.claims.claim import ShiftClaim
 from iclab.studies.shift.claims.growth_claim import ShiftGrowthClaim
 from iclab.studies.shift.command import shift_command
@@ -24,11 +26,15 @@ def _command(registries: Any, args: list[str]) -> Any:
     return shift_command
 
 
+HERE = Path(__file__).parent
+"""The study's folder: its sections of iclab reproduce."""
+
 STUDY = Study(
     "shift",
     "trained models under shifted test laws, beside the exact theory and the Bayes loss",
-    requires=("garg",),
+    requires=("garg", "softmax"),  # Garg et al.'s input shifts; its section's softmax runs
     claim_kinds=lambda: (ShiftClaim(), ShiftGrowthClaim()),
     commands=lambda: (_command,),
     theory_additions=lambda: (SHIFT_ADDITION,),
+    spec_sections=lambda: reproduce_sections(HERE),
 )

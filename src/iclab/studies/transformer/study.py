@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from iclab.experiments.specs.builtin import reproduce_sections
 from iclab.models.base import Model
 from iclab.runs.outputs import RunOutput
 from iclab.studies.transformer.model import Transformer
@@ -41,6 +42,9 @@ class PrefixCurvesOutput(RunOutput):
         return prefix_summary(curves)
 
 
+HERE = Path(__file__).parent
+"""The study's folder: its sections of iclab reproduce."""
+
 STUDY = Study(
     "transformer",
     "Garg et al.'s GPT-style transformer and its prefix curves beside baselines and exact "
@@ -48,4 +52,5 @@ STUDY = Study(
     models=lambda: (Transformer,),
     claim_kinds=lambda: tuple(kind() for kind in PREFIX_KINDS),
     run_outputs=lambda: (PrefixCurvesOutput(),),
+    spec_sections=lambda: reproduce_sections(HERE),
 )
