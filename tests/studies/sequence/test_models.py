@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from iclab.studies.sequence.gla import GatedLinearAttention
-from iclab.studies.sequence.h3 import H3, prompt_tokens
+from iclab.studies.sequence.h3 import H3
+from iclab.studies.sequence.model_base import prompt_tokens
 from iclab.studies.sequence.options import GLAOptions, H3Options
 from iclab.studies.sequence.readout import weighted_readout
 from iclab.tasks.linear_gaussian import LinearGaussian

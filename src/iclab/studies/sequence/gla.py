@@ -26,13 +26,16 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from iclab.studies.sequence.h3 import prompt_tokens
-from iclab.studies.sequence.model_base import SequenceModel
+from iclab.studies.sequence.model_base import (
+    ProjectedSequenceModel,
+    normal_parameters,
+    prompt_tokens,
+)
 from iclab.studies.sequence.options import GLAOptions
 from iclab.studies.sequence.readout import WeightedReadout, weighted_readout
 
 
-class GatedLinearAttention(SequenceModel):
+class GatedLinearAttention(ProjectedSequenceModel):
     """One GLA layer (module docstring); trains on whole prompts."""
 
     name = "gla"
@@ -41,18 +44,10 @@ class GatedLinearAttention(SequenceModel):
     options_class = GLAOptions
 
     @classmethod
-    def token_width(cls, options: Any, d: int) -> int:
-        return max(int(options.width(d)), d + 1)
-
-    @classmethod
     def parameter_count(cls, options: Any, d: int) -> int:
         p = options.width(d)
         gates = 1 if options.gate == "scalar" else p
         return int(3 * p * (d + 1) + p + gates * (d + 2))
-
-    @classmethod
-    def training_defaults(cls, options: Any) -> dict[str, Any]:
-        return {"batch": 1024, "lr": 0.01, "steps": 2000}
 
     def __init__(self, d: int, options: GLAOptions | None = None,
                  generator: torch.Generator | None = None,
@@ -63,14 +58,8 @@ class GatedLinearAttention(SequenceModel):
         self.options, self._d = options, d
         p = options.width(d)
         gates = 1 if options.gate == "scalar" else p
-        device = generator.device if generator is not None else torch.device("cpu")
-
-        def draw(*shape: int) -> nn.Parameter:
-            return nn.Parameter(options.init_scale * torch.randn(
-                *shape, generator=generator, dtype=dtype, device=device))
-
-        self.W_q, self.W_k, self.W_v = draw(p, d + 1), draw(p, d + 1), draw(p, d + 1)
-        self.head = nn.Parameter(torch.full((p,), 1.0 / p, dtype=dtype, device=device))
+        device, draw = normal_parameters(options.init_scale, generator, dtype)
+        self._init_projections(d, options, draw, dtype, device)
         self.W_g = nn.Parameter(torch.zeros(gates, d + 1, dtype=dtype, device=device))
         self.b_g = nn.Parameter(torch.full((gates,), float(options.gate_bias), dtype=dtype,
                                            device=device))

@@ -27,19 +27,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclab.studies.sequence.model_base import SequenceModel
+from iclab.studies.sequence.model_base import (
+    ProjectedSequenceModel,
+    normal_parameters,
+    prompt_tokens,
+)
 from iclab.studies.sequence.options import H3Options
 from iclab.studies.sequence.readout import WeightedReadout, weighted_readout
 
 
-def prompt_tokens(X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
-    """z_1..z_(n+1): (B, n+1, d+1), the query's label slot 0."""
-    context = torch.cat([X, y[..., None]], dim=-1)
-    query = torch.cat([x_q, x_q.new_zeros(x_q.shape[0], 1)], dim=-1)
-    return torch.cat([context, query[:, None]], dim=1)
-
-
-class H3(SequenceModel):
+class H3(ProjectedSequenceModel):
     """One H3-like layer (module docstring); trains on whole prompts."""
 
     name = "h3"
@@ -48,17 +45,9 @@ class H3(SequenceModel):
     options_class = H3Options
 
     @classmethod
-    def token_width(cls, options: Any, d: int) -> int:
-        return max(int(options.width(d)), d + 1)
-
-    @classmethod
     def parameter_count(cls, options: Any, d: int) -> int:
         p = options.width(d)
         return int(3 * p * (d + 1) + p + options.shift_taps * p + 2 * p * options.state)
-
-    @classmethod
-    def training_defaults(cls, options: Any) -> dict[str, Any]:
-        return {"batch": 1024, "lr": 0.01, "steps": 2000}
 
     def __init__(self, d: int, options: H3Options | None = None,
                  generator: torch.Generator | None = None,
@@ -68,14 +57,8 @@ class H3(SequenceModel):
         options.check(d)
         self.options, self._d = options, d
         p, state = options.width(d), options.state
-        device = generator.device if generator is not None else torch.device("cpu")
-
-        def draw(*shape: int) -> nn.Parameter:
-            return nn.Parameter(options.init_scale * torch.randn(
-                *shape, generator=generator, dtype=dtype, device=device))
-
-        self.W_q, self.W_k, self.W_v = draw(p, d + 1), draw(p, d + 1), draw(p, d + 1)
-        self.head = nn.Parameter(torch.full((p,), 1.0 / p, dtype=dtype, device=device))
+        device, draw = normal_parameters(options.init_scale, generator, dtype)
+        self._init_projections(d, options, draw, dtype, device)
         shift = torch.zeros(options.shift_taps, p, dtype=dtype, device=device)
         shift[0] = 1.0
         self.shift = nn.Parameter(shift)

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from iclab.studies.sequence.model_base import SequenceModel
+from iclab.studies.sequence.model_base import ParameterDraw, SequenceModel, normal_parameters
 from iclab.studies.sequence.options import MambaOptions
 
 
@@ -64,7 +64,7 @@ def _rms(h: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:
 class MambaBlock(nn.Module):
     """One selective state-space mixer with its pre-norm (module docstring)."""
 
-    def __init__(self, options: MambaOptions, draw: Any, dtype: torch.dtype,
+    def __init__(self, options: MambaOptions, draw: ParameterDraw, dtype: torch.dtype,
                  device: torch.device) -> None:
         super().__init__()
         p, state = options.width, options.state
@@ -135,11 +135,7 @@ class Mamba(SequenceModel):
         options = MambaOptions() if options is None else options
         options.check(d)
         self.options, self._d = options, d
-        device = generator.device if generator is not None else torch.device("cpu")
-
-        def draw(*shape: int) -> nn.Parameter:
-            return nn.Parameter(options.init_scale * torch.randn(
-                *shape, generator=generator, dtype=dtype, device=device))
+        device, draw = normal_parameters(options.init_scale, generator, dtype)
 
         p = options.width
         self.read_in = draw(p, d + 1)
