@@ -24,24 +24,19 @@ from typing import ClassVar
 
 import numpy as np
 
-from iclab.config.task_section import option_values
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
 from iclab.experiments.claims.needs import CORRELATED, READOUT
+from iclab.experiments.claims.targets import run_covariances, run_gaussian_optimum
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site
 from iclab.studies.covariates.correlated import effective_context_length
-from iclab.tasks.family_entry import matrix
-from iclab.theory.gaussian import gaussian_optimum
 from iclab.utils.errors import ConfigError
 
 
 def gaussian_eta(record: RunRecord) -> float:
     """eta_G = tr(Gamma_G)/d of the Gaussian optimum with the run's d, n, sigma, Sigma_x and
     Sigma_w."""
-    task = record.point.config.task
-    cov_x, cov_w = (matrix(option_values(task).get(key)) for key in ("cov_x", "cov_w"))
-    optimum = gaussian_optimum(task.n, task.sigma, cov_x, cov_w, task.d)
-    return float(np.trace(optimum.gamma) / task.d)
+    return float(np.trace(run_gaussian_optimum(record).gamma) / record.point.config.task.d)
 
 
 class GaussianGapClaim(ClaimKind):
@@ -64,9 +59,8 @@ class GaussianGapClaim(ClaimKind):
 
 def covariances(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
     """The run's Sigma_x and Sigma_w (identity where the run sets none)."""
-    task = record.point.config.task
-    cov_x, cov_w = (matrix(option_values(task).get(key)) for key in ("cov_x", "cov_w"))
-    eye = np.eye(task.d)
+    cov_x, cov_w = run_covariances(record)
+    eye = np.eye(record.point.config.task.d)
     return (eye if cov_x is None else cov_x), (eye if cov_w is None else cov_w)
 
 

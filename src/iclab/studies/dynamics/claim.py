@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from iclab.config.task_section import option_values
 from iclab.config.train import TrainConfig
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind
 from iclab.experiments.claims.needs import (
@@ -34,14 +33,13 @@ from iclab.experiments.claims.needs import (
     first_unmet,
 )
 from iclab.experiments.claims.parameters import ClaimParameter, integer
+from iclab.experiments.claims.targets import run_gaussian_optimum
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
 from iclab.experiments.specs.results import RunRecord, Site, run_dir
 from iclab.runs.folder import read_finished_run
 from iclab.studies.dynamics.outputs import JSON_NAME, PNG_NAME
 from iclab.studies.dynamics.run import MAX_REPLICATES, run_dynamics
 from iclab.tasks.base import TaskFamily
-from iclab.tasks.family_entry import matrix
-from iclab.theory.gaussian import gaussian_optimum
 from iclab.utils.errors import ConfigError
 from iclab.utils.io import read_json
 
@@ -169,9 +167,7 @@ class DynamicsClaim(ClaimKind):
             return (ks == [0, d] and abs(value) <= tol, value,
                     f"plateaus k = {ks} (one drop: [0, {d}]); value: t_flow / t_analytic - 1, "
                     f"t_analytic = {analytic:.6g}")
-        task = record.point.config.task
-        cov_x, cov_w = (matrix(option_values(task).get(key)) for key in ("cov_x", "cov_w"))
-        star = gaussian_optimum(task.n, task.sigma, cov_x, cov_w, task.d).loss
+        star = run_gaussian_optimum(record).loss
         value = data["flow_final_loss"] / star - 1
         return (bool(data["flow_converged"]) and abs(value) <= tol, value,
                 f"flow's loss at t = {data['flow_final_time']:.4g} / L* - 1 "
