@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from iclab.config.train import TrainConfig
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
 from iclab.experiments.claims.needs import GAUSSIAN, NOISE, READOUT, first_unmet
-from iclab.experiments.claims.parameters import ClaimParameter, choice, integer, number_list
+from iclab.experiments.claims.parameters import ClaimParameter, choice, number_list
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.figures.measurement_table import Measurement
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
@@ -41,14 +41,13 @@ from iclab.studies.shift.claims.measurements import (
     report_shift_measurement,
 )
 from iclab.studies.shift.claims.shift_folder import (
-    DEFAULT_PROMPTS,
+    PROMPT_PARAMETERS,
     ShiftMeasurement,
     checked_values,
     measured_shift,
     training_value,
 )
 from iclab.studies.shift.laws import SHIFT_KINDS
-from iclab.studies.shift.run import MAX_PROMPTS
 from iclab.tasks.base import TaskFamily
 from iclab.utils.errors import ConfigError
 
@@ -69,9 +68,7 @@ class ShiftClaim(ClaimKind):
                                  number_list(2, 50), required=True),
         "measure": ClaimParameter(f"the measure: {', '.join(MEASURES)}", choice(*MEASURES),
                                   required=True),
-        "prompts": ClaimParameter("fresh prompts per value", integer(100, MAX_PROMPTS),
-                                  default=DEFAULT_PROMPTS),
-        "seed": ClaimParameter("the seed of the shifted prompts", integer(0, 2**62), default=0),
+        **PROMPT_PARAMETERS,
     }
     statements: ClassVar[dict[str, str]] = {
         "exact-agreement": "the measured loss equals the exact population loss of the "

@@ -24,12 +24,12 @@ from typing import Any, ClassVar
 
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
 from iclab.experiments.claims.needs import GAUSSIAN, NOISE
-from iclab.experiments.claims.parameters import ClaimParameter, choice, integer, number_list
+from iclab.experiments.claims.parameters import ClaimParameter, choice, number_list
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
 from iclab.experiments.specs.results import RunRecord, Site, sites
 from iclab.studies.shift.claims.shift_folder import (
-    DEFAULT_PROMPTS,
+    PROMPT_PARAMETERS,
     RATIO_KINDS,
     ShiftMeasurement,
     checked_values,
@@ -45,7 +45,6 @@ from iclab.studies.shift.growth import (
     measured_growth,
 )
 from iclab.studies.shift.optimum import BayesCache
-from iclab.studies.shift.run import MAX_PROMPTS
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.utils.errors import ConfigError
 
@@ -84,9 +83,7 @@ class ShiftGrowthClaim(ClaimKind):
                                 required=True),
         "values": ClaimParameter("the shifted values, a list of 2 to 50 numbers with the "
                                  "training value", number_list(2, 50), required=True),
-        "prompts": ClaimParameter("fresh prompts per value", integer(100, MAX_PROMPTS),
-                                  default=DEFAULT_PROMPTS),
-        "seed": ClaimParameter("the seed of the shifted prompts", integer(0, 2**62), default=0),
+        **PROMPT_PARAMETERS,
     }
     statements: ClassVar[dict[str, str]] = {
         "": "the ratio of the model's loss to the Bayes loss of the test law follows the "

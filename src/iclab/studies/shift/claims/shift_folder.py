@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from iclab.experiments.claims.kind import ClaimContext
+from iclab.experiments.claims.parameters import ClaimParameter, integer
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, run_dir
 from iclab.studies.shift.laws import (
@@ -20,12 +21,18 @@ from iclab.studies.shift.laws import (
     check_includes_training_value,
     check_value,
 )
-from iclab.studies.shift.run import shift_run
+from iclab.studies.shift.run import MAX_PROMPTS, shift_run
 from iclab.utils.errors import ConfigError
 from iclab.utils.io import read_json
 
 DEFAULT_PROMPTS = 20_000
 """Fresh prompts per shifted value, for shift claims and measurements alike."""
+PROMPT_PARAMETERS = {
+    "prompts": ClaimParameter("fresh prompts per value", integer(100, MAX_PROMPTS),
+                              default=DEFAULT_PROMPTS),
+    "seed": ClaimParameter("the seed of the shifted prompts", integer(0, 2**62), default=0),
+}
+"""The parameters every shift claim shares: how many shifted prompts, from which seed."""
 RATIO_KINDS = tuple(kind for kind in SHIFT_KINDS if kind != "sigma")
 """The shifts whose Bayes loss stays positive at every value (sigma = 0 makes it 0)."""
 
