@@ -172,6 +172,14 @@ class Model(nn.Module):
         """The exact population loss on a Gaussian family (``has_exact_loss`` models)."""
         raise NotImplementedError(f"model {self.name} has no exact population loss")
 
+    def bounded_by_lsa_optimum(self, task: Any) -> bool:
+        """Whether the optimal one-layer LSA loss L* on ``task`` provably bounds this model's
+        expected loss from below, so that its verdict against L* says "optimal" or "not
+        optimal" (otherwise "at", "above" or "below L*"). By default: the models with a linear
+        read-out (``has_readout``); a model whose predictors provably include no better one on
+        some families (the ``h3`` layer on i.i.d. isotropic prompts) says so here."""
+        return self.has_readout
+
     def prepare_for_task(self, task: Any) -> None:
         """Called by the trainer before the first step with the family trained on."""
 

@@ -85,7 +85,7 @@ def run_training(
         for output in registries.run_outputs:  # what the studies add (prefix curves, ...)
             if output.applies(trained.model, task):
                 result.update(output.write(trained.model, task, config, path))
-    result.update(judge(result, linear=trained.model.has_readout))
+    result.update(judge(result, linear=trained.model.bounded_by_lsa_optimum(task)))
     if depth is not None:  # an L-layer stack: judged against the optimal L-step GD
         result.update(judge_depth(result, sparse="layer_steps" in result))
     result["wall_seconds"] = time.perf_counter() - started

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from iclab.studies.sequence.family import DriftingOptions, drifting_family
 from iclab.studies.sequence.gla import GatedLinearAttention
 from iclab.studies.sequence.h3 import H3
 from iclab.studies.sequence.model_base import prompt_tokens
@@ -161,3 +162,28 @@ def test_logsigmoid_weights_do_not_underflow_on_long_prompts() -> None:
 def test_parameter_count_is_declared_exactly(model: torch.nn.Module) -> None:
     declared = type(model).parameter_count(model.options, D)  # type: ignore[attr-defined]
     assert declared == sum(p.numel() for p in model.parameters())
+
+
+def test_h3_terms_beyond_its_wpgd_part_only_add_loss_on_iid_prompts() -> None:
+    """The ground of h3's declared bound: on i.i.d. prompts the terms of the prediction that
+    are not its lag-0 WPGD part (the shift's lag-1 terms, the label-even terms) are
+    uncorrelated with the WPGD part's error, so loss = loss(WPGD part) + E[residual^2]."""
+    model = h3(shift_taps=2, seed=5)
+    batch = LinearGaussian(D, N, 0.5).sample_prompts(200_000, make_generator(6, "p"),
+                                                     torch.float64)
+    with torch.no_grad():
+        prediction = model(batch.X, batch.y, batch.x_q)
+    wpgd = wpgd_prediction(model.position_gammas(N), batch.X, batch.y, batch.x_q)
+    residual = prediction - wpgd
+    cross = (residual * (wpgd - batch.y_q)).numpy()
+    stderr = cross.std(ddof=1) / np.sqrt(cross.size)
+    assert abs(cross.mean()) < 4 * stderr
+    assert float((residual ** 2).mean()) > 40 * stderr  # the residual is there to test
+
+
+def test_the_lsa_bound_is_declared_for_h3_on_iid_isotropic_prompts_only() -> None:
+    iid = LinearGaussian(D, N, 0.5)
+    drifting = drifting_family(D, N, 0.5, DriftingOptions(rho=0.9))
+    assert h3().bounded_by_lsa_optimum(iid)
+    assert not h3().bounded_by_lsa_optimum(drifting)
+    assert not gla().bounded_by_lsa_optimum(iid)

@@ -20,9 +20,9 @@ from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_
 from iclab.experiments.claims.needs import Need
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import Site
+from iclab.studies.sequence.family import drift_of
 from iclab.studies.sequence.gla import GatedLinearAttention
 from iclab.studies.sequence.h3 import H3
-from iclab.studies.sequence.outputs import drift_of
 from iclab.tasks.base import TaskFamily
 
 

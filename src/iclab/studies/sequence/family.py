@@ -100,3 +100,18 @@ class DriftingLinear(TaskFamily):
 def drifting_family(d: int, n: int, sigma: float, options: DriftingOptions) -> DriftingLinear:
     """The ``FamilyEntry`` builder."""
     return DriftingLinear(d, n, sigma, options.rho)
+
+
+def drift_of(task: TaskFamily) -> float | None:
+    """rho of a drifting family, 1 for the isotropic i.i.d. linear Gaussian family, else
+    None (the theory does not apply)."""
+    if isinstance(task, DriftingLinear):
+        return task.rho
+    if task.gaussian and task.rotation_invariant and task.covariate_law is None \
+            and task.task_pool is None:
+        gaussian: Any = task  # a gaussian family has sigma_x and sigma_w (TaskFamily)
+        identity = np.eye(task.d)
+        if np.array_equal(gaussian.sigma_x, identity) \
+                and np.array_equal(gaussian.sigma_w, identity):
+            return 1.0
+    return None

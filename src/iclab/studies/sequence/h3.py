@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from iclab.studies.sequence.family import drift_of
 from iclab.studies.sequence.model_base import (
     ProjectedSequenceModel,
     normal_parameters,
@@ -43,6 +44,16 @@ class H3(ProjectedSequenceModel):
     description = ("one H3-like state-space layer (shift, diagonal SSM convolution, "
                    "multiplicative gating; Li, Rawat and Oymak 2024): weighted preconditioned GD")
     options_class = H3Options
+
+    def bounded_by_lsa_optimum(self, task: Any) -> bool:
+        """True on i.i.d. isotropic linear Gaussian prompts (``drift_of`` is 1). There the
+        label-odd lag-0 part of yhat is WPGD, whose optimum on exchangeable prompts is the
+        uniform-weight one, L* (Li, Rawat and Oymak 2024); every other term (label-even ones,
+        and the shift's lag m >= 1 terms y_i x_q^T A x_(i+m) or y_n times a cubic in x_q) holds
+        some independent zero-mean x_j an odd number of times against y_q and against every
+        WPGD term, so it is uncorrelated with both and can only add to the loss. On drifting
+        prompts the bound is the WPGD optimum, not L*."""
+        return drift_of(task) == 1.0
 
     @classmethod
     def parameter_count(cls, options: Any, d: int) -> int:

@@ -13,7 +13,7 @@ import numpy as np
 from iclab.cli.theory.modes import TheoryAddition
 from iclab.models.base import Model
 from iclab.runs.outputs import RunOutput
-from iclab.studies.sequence.family import DriftingLinear
+from iclab.studies.sequence.family import DriftingLinear, drift_of
 from iclab.studies.sequence.gla import GatedLinearAttention
 from iclab.studies.sequence.h3 import H3
 from iclab.studies.sequence.wpgd import wpgd_loss, wpgd_optimum
@@ -22,21 +22,6 @@ from iclab.utils.errors import ConfigError
 
 if TYPE_CHECKING:
     from iclab.config.train import TrainConfig
-
-
-def drift_of(task: TaskFamily) -> float | None:
-    """rho of a drifting family, 1 for the isotropic i.i.d. linear Gaussian family, else
-    None (the theory does not apply)."""
-    if isinstance(task, DriftingLinear):
-        return task.rho
-    if task.gaussian and task.rotation_invariant and task.covariate_law is None \
-            and task.task_pool is None:
-        gaussian: Any = task  # a gaussian family has sigma_x and sigma_w (TaskFamily)
-        identity = np.eye(task.d)
-        if np.array_equal(gaussian.sigma_x, identity) \
-                and np.array_equal(gaussian.sigma_w, identity):
-            return 1.0
-    return None
 
 
 class WPGDReadoutOutput(RunOutput):
