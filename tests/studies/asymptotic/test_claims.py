@@ -151,3 +151,20 @@ def test_double_descent_fails_with_the_theory_s_peak_moved_by_twice_the_toleranc
     monkeypatch.setattr("iclab.studies.asymptotic.claims.asymptotic_errors", moved)
     (wrong,) = evaluate_claims(spec_of(claim), {}, registries.claims)
     assert wrong.theory == 1.25 and wrong.value == 1.0 and not wrong.holds
+
+
+def test_a_report_made_again_reads_the_simulations_from_the_sweep_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = spec_of(KAPPA)
+    registries = Registries()
+    first = evaluate_claims(spec, {}, registries.claims, {}, out_dir=tmp_path)
+    assert len(list((tmp_path / "theory-cache").glob("lu-simulation-*.json"))) == 2
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("simulated again")
+
+    monkeypatch.setattr("iclab.studies.asymptotic.simulation.fit_gamma", refused)
+    again = evaluate_claims(spec, {}, registries.claims, {}, out_dir=tmp_path)
+    assert [c.to_json() for c in again] == [c.to_json() for c in first]
+    with pytest.raises(AssertionError, match="simulated again"):  # another folder: computed
+        evaluate_claims(spec, {}, registries.claims, {}, out_dir=tmp_path / "other")

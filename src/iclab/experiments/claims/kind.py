@@ -9,6 +9,7 @@ wrote for them (``measurements``) only: checking a claim never trains or evaluat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -16,6 +17,7 @@ from typing import Any, ClassVar, Protocol
 from iclab.config.train import TrainConfig
 from iclab.experiments.claims.needs import Need, first_unmet
 from iclab.experiments.claims.parameters import ClaimParameter, check_parameters
+from iclab.experiments.claims.stored import StoredValues
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.figures.measurement_table import Measurement
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
@@ -100,6 +102,17 @@ class ClaimContext:
         if self.spec is None or self.records is None or self.out_dir is None:
             raise NoSweepFolderError(f"{what} needs the spec, the records and the sweep folder")
         return self.spec, self.records, self.out_dir
+
+    def stored(self, name: str, code: Callable[..., Any], encode: Callable[[Any], Any],
+               decode: Callable[[Any], Any]) -> StoredValues[Any]:
+        """The values called ``name`` that ``code`` computes, shared by this evaluation's
+        claims and kept in the sweep folder (``iclab.experiments.claims.stored``): a report
+        made again reads them back."""
+        key = ("stored-values", name)
+        if key not in self.cache:
+            self.cache[key] = StoredValues(self.out_dir, name, code, encode, decode)
+        values: StoredValues[Any] = self.cache[key]
+        return values
 
     def kind(self, name: str) -> ClaimKind:
         """The claim kind called ``name`` (ConfigError without ``kinds``)."""

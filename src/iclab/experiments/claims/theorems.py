@@ -216,18 +216,21 @@ class AboveBayesClaim(LossFigureKind):
         "(ridge) loss"}
 
     def bayes(self, spec: ClaimSpec, site: Site, context: ClaimContext) -> tuple[float, float]:
-        """The Bayes risk of a linear Gaussian site (Monte Carlo, cached in the context)."""
-        key = (spec.group, site.label)
-        if key not in context.cache:
-            config = site.records[0].point.config
-            task = config.make_task()
-            if not task.gaussian:
-                raise ConfigError(f"group {spec.group!r}: the Bayes risk needs linear Gaussian "
-                                  f"runs, not {config.task.family!r}")
-            sigma_x, sigma_w = getattr(task, "sigma_x"), getattr(task, "sigma_w")  # noqa: B009
-            context.cache[key] = bayes_risk(task.n, task.sigma, sigma_x, sigma_w,
-                                            prompts=BAYES_PROMPTS, seed=0)
-        risk: tuple[float, float] = context.cache[key]
+        """The Bayes risk of a linear Gaussian site (Monte Carlo, computed once per sweep
+        folder: ``ClaimContext.stored``)."""
+        config = site.records[0].point.config
+        task = config.make_task()
+        if not task.gaussian:
+            raise ConfigError(f"group {spec.group!r}: the Bayes risk needs linear Gaussian "
+                              f"runs, not {config.task.family!r}")
+        sigma_x, sigma_w = getattr(task, "sigma_x"), getattr(task, "sigma_w")  # noqa: B009
+        stored = context.stored("bayes-risk", bayes_risk, list, tuple)
+        key = (task.n, task.sigma, np.asarray(sigma_x, dtype=np.float64).tobytes(),
+               np.asarray(sigma_w, dtype=np.float64).tobytes(), BAYES_PROMPTS, 0)
+        if key not in stored:
+            stored[key] = bayes_risk(task.n, task.sigma, sigma_x, sigma_w,
+                                     prompts=BAYES_PROMPTS, seed=0)
+        risk: tuple[float, float] = stored[key]
         return risk
 
     def reference_loss(self, spec: ClaimSpec, site: Site,

@@ -70,12 +70,15 @@ def _points(value: Any) -> tuple[Point, ...]:
 
 def simulated(context: ClaimContext, point: Point, d: int, repeats: int, seed: int,
               test_prompts: int) -> SimulatedErrors:
-    """The finite-d simulation at ``point``, cached in the claim context."""
-    key = ("lu-asymptotic", point, d, repeats, seed, test_prompts)
-    if key not in context.cache:
-        context.cache[key] = simulate(*point, d=d, seed=seed, repeats=repeats,
-                                      test_prompts=test_prompts)
-    result: SimulatedErrors = context.cache[key]
+    """The finite-d simulation at ``point``, computed once per sweep folder
+    (``ClaimContext.stored``)."""
+    stored = context.stored("lu-simulation", simulate, SimulatedErrors.to_json,
+                            SimulatedErrors.from_json)
+    key = (point, d, repeats, seed, test_prompts)
+    if key not in stored:
+        stored[key] = simulate(*point, d=d, seed=seed, repeats=repeats,
+                               test_prompts=test_prompts)
+    result: SimulatedErrors = stored[key]
     return result
 
 

@@ -55,6 +55,15 @@ class SimulatedErrors:
                 "e_icl_stderr": self.e_icl_stderr, "e_idg": self.e_idg,
                 "e_idg_stderr": self.e_idg_stderr}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SimulatedErrors:
+        """The inverse of ``to_json``."""
+        return cls(d=int(data["d"]), n=int(data["n"]),
+                   k=None if data["k"] is None else int(data["k"]), context=int(data["N"]),
+                   repeats=int(data["repeats"]), e_icl=float(data["e_icl"]),
+                   e_icl_stderr=float(data["e_icl_stderr"]), e_idg=float(data["e_idg"]),
+                   e_idg_stderr=float(data["e_idg_stderr"]))
+
 
 def sizes(d: int, tau: float, alpha: float, kappa: float) -> tuple[int, int | None, int]:
     """(n, k, N) = (round(tau d^2), round(kappa d) or None for kappa = inf, round(alpha d)),

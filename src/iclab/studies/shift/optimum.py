@@ -24,7 +24,7 @@ ratio grows like c^2 at fixed n, and its growth from c = 1 to c = 4 falls as n g
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +70,7 @@ def shift_base(task: TaskFamily) -> LinearGaussian:
     return task
 
 
-BayesCache = dict[tuple[Any, ...], tuple[float, float]]
+BayesCache = MutableMapping[tuple[Any, ...], tuple[float, float]]
 """Bayes risks already computed: (the law's n, sigma, covariances as bytes, prompts, seed) ->
 (mean, standard error)."""
 

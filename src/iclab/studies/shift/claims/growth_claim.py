@@ -46,13 +46,15 @@ from iclab.studies.shift.growth import (
 )
 from iclab.studies.shift.optimum import BayesCache
 from iclab.tasks.linear_gaussian import LinearGaussian
+from iclab.theory.bayes import bayes_risk
 from iclab.utils.errors import ConfigError
 
 
 def bayes_cache(context: ClaimContext) -> BayesCache:
-    """The test laws' Bayes risks computed so far in this evaluation (the claims, figures and
-    measurements of one report share them: each law's Monte Carlo risk is computed once)."""
-    cache: BayesCache = context.cache.setdefault("shifted-bayes-risks", {})
+    """The test laws' Bayes risks (the claims, figures and measurements of one report share
+    them, and a report made again reads them from the sweep folder: each law's Monte Carlo
+    risk is computed once, ``ClaimContext.stored``)."""
+    cache: BayesCache = context.stored("shifted-bayes-risk", bayes_risk, list, tuple)
     return cache
 
 
