@@ -164,3 +164,15 @@ def test_wandb_runs_offline_without_credentials(tmp_path: Path,
     assert wandb_backend.mode() == "online"
     monkeypatch.setenv("WANDB_MODE", "disabled")
     assert wandb_backend.mode() == "disabled"
+
+
+def test_a_tracker_that_cannot_start_is_one_line(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("mlflow")
+    out = tmp_path / "run"
+    assert main(["train", *FAST, "--track", "mlflow", "--track-uri", "nosuchscheme://x",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("iclab: error: --track mlflow: cannot start logging (")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (out / "metrics.jsonl").exists()

@@ -70,6 +70,18 @@ def _opener(name: str) -> Callable[[Path, dict[str, Any], str | None], Tracker]:
     return open_wandb
 
 
+def _open(name: str, run_dir: Path, config: dict[str, Any], uri: str | None) -> Tracker:
+    """Tracker ``name`` opened on ``run_dir``; ConfigError with one line if it cannot be (an
+    unreachable --track-uri, say): the run folder then holds config.json alone, and running
+    the command again starts the run."""
+    try:
+        return _opener(name)(run_dir, config, uri)
+    except Exception as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise ConfigError(f"--track {name}: cannot start logging ({type(error).__name__}: "
+                          f"{first})") from None
+
+
 @dataclass
 class Session:
     """The trackers opened on one run; ``log_metrics`` is the training loop's hook."""
@@ -110,7 +122,7 @@ class Tracking:
         failed = True
         try:
             for name in self.names:
-                session.trackers.append(_opener(name)(run_dir, config, self.uri))
+                session.trackers.append(_open(name, run_dir, config, self.uri))
             yield session
             failed = False
         finally:

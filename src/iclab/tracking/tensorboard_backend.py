@@ -11,6 +11,9 @@ from typing import Any
 FOLDER = "tensorboard"
 """The event files' folder inside the run folder (``tensorboard --logdir RUN/tensorboard``)."""
 
+FLUSH_SECONDS = 10
+"""The longest a logged scalar waits before it is in the event file (a live TensorBoard)."""
+
 
 class TensorBoardTracker:
     """Scalars per metrics line (train/...), the result's numbers (result/...) at the last
@@ -19,7 +22,7 @@ class TensorBoardTracker:
     def __init__(self, run_dir: Path, config: dict[str, Any]) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
-        self._writer = SummaryWriter(log_dir=str(run_dir / FOLDER))
+        self._writer = SummaryWriter(log_dir=str(run_dir / FOLDER), flush_secs=FLUSH_SECONDS)
         self._step = 0
         text = json.dumps(config, indent=2, sort_keys=True)
         self._writer.add_text("config", "".join(f"    {line}\n" for line in text.splitlines()))
