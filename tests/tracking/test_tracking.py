@@ -164,6 +164,9 @@ def test_wandb_runs_offline_without_credentials(tmp_path: Path,
     assert wandb_backend.mode() == "online"
     monkeypatch.setenv("WANDB_MODE", "disabled")
     assert wandb_backend.mode() == "disabled"
+    monkeypatch.setenv("WANDB_MODE", "dry")
+    with pytest.raises(iclab.Error, match="WANDB_MODE must be one of online, offline"):
+        wandb_backend.mode()
 
 
 def test_a_tracker_that_cannot_start_is_one_line(tmp_path: Path,

@@ -8,8 +8,14 @@ import netrc
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlparse
+
+from iclab.utils.errors import ConfigError
+
+Mode = Literal["online", "offline", "disabled", "shared"]
+MODES: tuple[Mode, ...] = ("online", "offline", "disabled", "shared")
+"""The modes wandb.init takes (WANDB_MODE)."""
 
 PROJECT = "iclab"
 """The W&B project every run is logged under (WANDB_PROJECT overrides it)."""
@@ -26,9 +32,16 @@ def logged_in() -> bool:
         return False
 
 
-def mode() -> str:
-    """WANDB_MODE if set, else "online" when logged in and "offline" otherwise."""
-    return os.environ.get("WANDB_MODE") or ("online" if logged_in() else "offline")
+def mode() -> Mode:
+    """WANDB_MODE if set (one of ``MODES``), else "online" when logged in and "offline"
+    otherwise."""
+    given = os.environ.get("WANDB_MODE")
+    for known in MODES:
+        if given == known:
+            return known
+    if given:
+        raise ConfigError(f"WANDB_MODE must be one of {', '.join(MODES)}, got {given!r}")
+    return "online" if logged_in() else "offline"
 
 
 class WandbTracker:
