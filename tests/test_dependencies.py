@@ -27,9 +27,12 @@ FORBIDDEN = {
     "runs": {"experiments", "cli"},
     "experiments": {"cli"},
     "algorithms": {"training", "analysis", "experiments", "cli", "runs"},
+    "tracking": {"tasks", "models", "training", "analysis", "theory", "algorithms", "config",
+                 "runs", "experiments", "cli"},
 }
+"""iclab.tracking (the experiment trackers) sits on iclab.utils alone: runs calls it."""
 PACKAGES = {"tasks", "models", "training", "analysis", "theory", "algorithms", "config", "runs",
-            "experiments", "cli", "api"}
+            "experiments", "cli", "api", "tracking"}
 FORBIDDEN["utils"] = PACKAGES
 """The small utilities (iclab.utils) import no other package."""
 FORBIDDEN["cli"] = set()

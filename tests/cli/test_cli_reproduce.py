@@ -55,7 +55,7 @@ def test_sweep_runs_a_users_spec_and_reports(tmp_path: Path,
 
 @pytest.mark.parametrize(("args", "message"), [
     (["sweep", "missing.toml", "--out", "o"], "cannot read spec"),
-    (["sweep", "SPEC", "--out", "o", "--executor", "slurm"], "'slurm' is not one of"),
+    (["sweep", "SPEC", "--out", "o", "--executor", "kubernetes"], "'kubernetes' is not one of"),
     (["sweep", "SPEC", "--out", "o", "--address", "auto"], "--address applies only"),
     (["sweep", "SPEC", "--out", "o", "--workers", "0"], "workers must be an integer >= 1"),
     (["reproduce", "--workers", "-3"], "workers must be an integer >= 1"),

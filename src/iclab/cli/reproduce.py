@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from iclab.cli.sweep import executor_options, ray_options, sweep_and_report
+from iclab.cli.sweep import executor_options, ray_options, slurm_options, sweep_and_report
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.builtin import builtin_spec
 from iclab.experiments.specs.claim_spec import SpecRegistries
@@ -30,10 +32,12 @@ def sourced_spec(name: str, registries: SpecRegistries) -> Spec:
               help="Output folder [default: runs/reproduce, or runs/reproduce-quick].")
 @executor_options
 @ray_options
+@slurm_options
 @click.pass_obj
-def reproduce_command(registries: Registries, quick: bool, out: str | None, executor: str,
+def reproduce_command(registries: Registries, /, quick: bool, out: str | None, executor: str,
                       address: str | None, workers: int | None, threads: int | None,
-                      quiet: bool, storage: str | None, connect_timeout: float | None) -> None:
+                      quiet: bool, storage: str | None, connect_timeout: float | None,
+                      **slurm: Any) -> None:
     """Train the models behind each claim of the paper and report the verdicts.
 
     Theorem 1 (eta_hat against sigma and n), Theorem 2 (preconditioning by Sigma_x^-1),
@@ -49,4 +53,4 @@ def reproduce_command(registries: Registries, quick: bool, out: str | None, exec
     out = f"runs/{name}" if out is None else out  # "" is refused, not the default
     sweep_and_report(lambda found: sourced_spec(name, found), registries, out, executor,
                      address, workers, quiet, storage=storage, connect_timeout=connect_timeout,
-                     threads=threads)
+                     threads=threads, slurm=slurm)

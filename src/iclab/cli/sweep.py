@@ -10,6 +10,7 @@ import click
 
 from iclab.experiments.claims.kind import Claim, ClaimsNotHeldError
 from iclab.experiments.claims.probe import probe_claim_kinds
+from iclab.experiments.executors.slurm_executor import CLUSTERS, SLURM_OPTIONS
 from iclab.experiments.registries import Registries
 from iclab.experiments.specs.builtin import load_spec
 from iclab.experiments.specs.spec import Spec
@@ -22,7 +23,9 @@ def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
     reproduce."""
     options = [
         click.option("--executor", type=click.Choice(EXECUTORS), default="local",
-                     show_default=True, help="local processes, or Ray tasks (iclab[ray])."),
+                     show_default=True,
+                     help="local processes, Ray tasks (iclab[ray]) or SLURM jobs "
+                          "(iclab[slurm]; docs/cluster.md)."),
         click.option("--address", default=None,
                      help="Ray cluster to join: host:port (the head's GCS port, 6379 by "
                           "default), auto (the cluster this machine is a node of), or "
@@ -33,10 +36,10 @@ def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      help="Parallel runs [default: one per core, or per --threads cores; "
                           "with --address, as many as the cluster schedules]."),
         click.option("--threads", type=int, default=None,
-                     help="Threads (torch and BLAS) per worker, or CPUs per Ray task "
-                          "[default: the cores this process may use divided among the "
-                          "workers, at least 1; Ray: 1]. With --threads and no --workers: "
-                          "one worker per THREADS cores."),
+                     help="Threads (torch and BLAS) per worker, or CPUs per Ray task or "
+                          "SLURM job [default: the cores this process may use divided among "
+                          "the workers, at least 1; Ray and SLURM: 1]. With --threads and no "
+                          "--workers: one worker per THREADS cores."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
     ]
     for option in reversed(options):
@@ -60,6 +63,16 @@ def ray_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def slurm_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options ``--executor slurm`` declares (``SLURM_OPTIONS``), passed on to
+    ``sweep_and_report`` as its ``slurm`` mapping (None: not given)."""
+    for option in reversed(SLURM_OPTIONS):
+        kind = click.Choice(CLUSTERS) if option.key == "cluster" else option.kind
+        command = click.option(option.flag, option.key, type=kind, default=None,
+                               help=option.help)(command)
+    return command
+
+
 def format_claims(claims: list[Claim]) -> str:
     """One line per claim: verdict, learned value, theory, tolerance and the claim."""
     lines = []
@@ -73,7 +86,7 @@ def format_claims(claims: list[Claim]) -> str:
 def sweep_and_report(load: Callable[[Registries], Spec], registries: Registries, out: str,
                      executor: str, address: str | None, workers: int | None, quiet: bool, *,
                      storage: str | None = None, connect_timeout: float | None = None,
-                     threads: int | None = None) -> None:
+                     threads: int | None = None, slurm: dict[str, Any] | None = None) -> None:
     """Run the spec ``load`` reads with the command's ``registries`` into ``out``; with
     claims, write the report (by the same claim kinds) and raise ClaimsNotHeldError (exit
     code 1) if one does not hold. A user's claim kinds are tried on a synthetic result set
@@ -81,7 +94,7 @@ def sweep_and_report(load: Callable[[Registries], Spec], registries: Registries,
     out_dir = check_sweep_dir(out)  # before Path(""), which is the current folder
     started = time.perf_counter()
     runner = make_executor(executor, workers, address, storage,  # bad options first
-                           connect_timeout, threads)
+                           connect_timeout, threads, slurm)
     spec = load(registries)
     probe_claim_kinds(spec, registries.claims)  # a user's claim kinds, before any run
     measured: dict[str, float] = {}
@@ -110,10 +123,11 @@ def sweep_and_report(load: Callable[[Registries], Spec], registries: Registries,
               help="Sweep folder: runs/<config hash>/, results.csv, timings.csv, report.")
 @executor_options
 @ray_options
+@slurm_options
 @click.pass_obj
-def sweep_command(registries: Registries, spec: str, out: str, executor: str,
+def sweep_command(registries: Registries, /, spec: str, out: str, executor: str,
                   address: str | None, workers: int | None, threads: int | None, quiet: bool,
-                  storage: str | None, connect_timeout: float | None) -> None:
+                  storage: str | None, connect_timeout: float | None, **slurm: Any) -> None:
     """Run every point of the experiment spec SPEC (.toml or .json), skipping finished runs.
 
     Writes OUT/runs/<config hash>/ per run, OUT/results.csv and OUT/timings.csv, and, when
@@ -123,4 +137,4 @@ def sweep_command(registries: Registries, spec: str, out: str, executor: str,
     """
     sweep_and_report(lambda found: load_spec(spec, found), registries, out, executor, address,
                      workers, quiet, storage=storage, connect_timeout=connect_timeout,
-                     threads=threads)
+                     threads=threads, slurm=slurm)

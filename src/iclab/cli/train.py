@@ -15,6 +15,7 @@ from iclab.cli.run_options import ConfigRegistries, config_from_options, run_sec
 from iclab.config.train import TrainConfig
 from iclab.runs.folder import check_out_dir
 from iclab.runs.pipeline import RunRegistries, run_training
+from iclab.tracking import TRACKERS, Tracking, make_tracking
 
 
 def _row(result: dict[str, Any], key: str, label: str, fmt: str) -> tuple[str, str] | None:
@@ -97,14 +98,15 @@ def _pool_rows(result: dict[str, Any]) -> list[tuple[str, str] | None]:
 
 
 def train_run(values: dict[str, Any], registries: ConfigRegistries,
-              run_registries: RunRegistries, out: str, quiet: bool, restart: bool
-              ) -> tuple[TrainConfig, dict[str, Any]]:
+              run_registries: RunRegistries, out: str, quiet: bool, restart: bool,
+              tracking: Tracking | None = None) -> tuple[TrainConfig, dict[str, Any]]:
     """The config of the option ``values`` and the result of its run in ``out``: what
-    ``iclab train`` and ``iclab.train`` both do (the same code path, so the same numbers)."""
+    ``iclab train`` and ``iclab.train`` both do (the same code path, so the same numbers);
+    ``tracking``: the checked trackers (``iclab.tracking.make_tracking``)."""
     path = check_out_dir(out)  # before Path(""), which is the current folder
     config = config_from_options(values, registries)
     result = run_training(config, path, progress=not quiet, restart=restart,
-                          registries=run_registries)
+                          registries=run_registries, tracking=tracking)
     return config, result
 
 
@@ -115,7 +117,7 @@ def make_train_command(registries: ConfigRegistries, model: str | None = None,
     every other model's and family's options are hidden (``iclab.cli.run_options``)."""
 
     def train_command(run_registries: RunRegistries, out: str, quiet: bool, restart: bool,
-                      **values: Any) -> None:
+                      track: tuple[str, ...], track_uri: str | None, **values: Any) -> None:
         """Train a model and compare what it learned with the optimal one-step GD.
 
         Writes OUT/config.json, OUT/metrics.jsonl, OUT/model.safetensors and, last,
@@ -128,8 +130,12 @@ def make_train_command(registries: ConfigRegistries, model: str | None = None,
         isotropic within it, and "not optimal" when a step is clearly outside and the test
         loss above; "undetermined" when the evidence is too thin). Running the same
         command again resumes an interrupted run; a finished run is not re-run.
+        --track tensorboard|mlflow|wandb (repeatable) also logs the config, every metrics
+        line, the result and the figures there (docs/guide/tracking.md).
         """
-        config, result = train_run(values, registries, run_registries, out, quiet, restart)
+        tracking = make_tracking(track, track_uri)  # a missing library: refused first
+        config, result = train_run(values, registries, run_registries, out, quiet, restart,
+                                   tracking)
         depth = config.depth()
         click.echo(format_result(result, depth))
         if result.get("verdict") in ("not optimal", "undetermined"):
@@ -147,6 +153,12 @@ def make_train_command(registries: ConfigRegistries, model: str | None = None,
         *declared_options(hidden, hidden=True, skip=visible),
         click.option("--restart", is_flag=True,
                      help="Remove the run's checkpoint, metrics and result, and start over."),
+        click.option("--track", multiple=True, type=click.Choice(TRACKERS),
+                     help="Also log to this experiment tracker (repeatable; each an optional "
+                          "extra: pip install 'iclab[NAME]'); docs/guide/tracking.md."),
+        click.option("--track-uri", default=None,
+                     help="MLflow's tracking URI (only with --track mlflow) "
+                          "[default: a file store in OUT/mlruns]."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
         click.option("--out", type=click.Path(file_okay=False), required=True,
                      help="Run folder."),

@@ -26,6 +26,11 @@ columns), and declares what else it can do, like ``torch.distributions`` declare
   ``transformer``); training then averages the loss over every prefix, and ``iclab train``
   writes the prefix curves (``iclab.studies.transformer.prefix_curves``);
 
+- ``has_export``: ``exported()`` gives the model as plain PyTorch and NumPy sources, its
+  constructor arguments and its float64 state dict (``ExportedModel``), which ``iclab export``
+  writes out (the ``transformer``; the one-layer ``lsa`` is exported by ``iclab.runs.export``
+  itself);
+
 and ``prepare_for_task(task)`` is called once by the trainer before the first step (the
 ``lsa`` model uses it to keep its nuisance weights at 0 where the family's optimum provably
 has none).
@@ -41,6 +46,21 @@ from torch import nn
 
 from iclab.models.readout import LinearReadout
 from iclab.utils.batches import statistics_kinds_read
+
+
+@dataclass(frozen=True)
+class ExportedModel:
+    """A model as files other tools open without iclab (``Model.exported``): ``torch_source``,
+    a module file defining the model as a plain ``torch.nn.Module`` and ``load()`` (reading
+    model.pt beside it: {"state_dict", "config"}, ``torch.load(weights_only=True)``);
+    ``numpy_source``, a module defining ``load()`` that reads weights.npz (the state dict's
+    arrays by name and ``config_json``) and returns a NumPy predictor; ``config``, the
+    constructor's keyword arguments (plain numbers); ``state_dict``, float64 tensors."""
+
+    torch_source: str
+    numpy_source: str
+    config: dict[str, Any]
+    state_dict: dict[str, torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -66,6 +86,7 @@ class Model(nn.Module):
     family can (``iclab.utils.batches.shared_statistics_kind``)."""
     has_exact_loss: ClassVar[bool] = False
     has_prefix_predictions: ClassVar[bool] = False
+    has_export: ClassVar[bool] = False
 
     @classmethod
     def create(
@@ -187,6 +208,10 @@ class Model(nn.Module):
         """(parameter, 0/1 mask of its shape): the trainer multiplies each gradient by its
         mask before every update, so masked weights never move. None by default."""
         return []
+
+    def exported(self) -> ExportedModel:
+        """The model as plain PyTorch and NumPy sources and float64 weights (``has_export``)."""
+        raise NotImplementedError(f"{type(self).__name__} declares no export")
 
     def capabilities(self) -> dict[str, bool]:
         return capabilities_of(type(self))

@@ -4,11 +4,15 @@
 (its state dict and constructor arguments, plain tensors and numbers that
 ``torch.load(..., weights_only=True)`` reads); ``npz``: weights.npz (the arrays and the
 flags) and model_numpy.py (a loader needing only NumPy). Both in float64, the precision
-iclab evaluates a trained model in. Supported: the one-layer ``lsa`` with one head.
+iclab evaluates a trained model in. Supported: the one-layer ``lsa`` with one head (written
+here), and every model that declares ``has_export`` (the ``transformer``), whose own
+``Model.exported`` gives the sources and weights (weights.npz: the state dict's arrays by
+name and ``config_json``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -17,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from iclab.models.base import ExportedModel
 from iclab.models.lsa.layer import LinearSelfAttention
 from iclab.models.registry import ModelRegistry
 from iclab.runs.export_source import NUMPY_SOURCE, TORCH_SOURCE
@@ -25,7 +30,8 @@ from iclab.tasks.registry import FamilyRegistry
 from iclab.utils.errors import ConfigError
 
 FORMATS = ("torch", "npz")
-SUPPORTED = "model lsa with one layer and one head (the paper's one-layer linear self-attention)"
+SUPPORTED = ("model lsa with one layer and one head (the paper's one-layer linear "
+             "self-attention), and models that declare has_export (transformer)")
 MARKER = "EXPORTED_BY_ICLAB"
 """A file every export folder holds, so that exporting again may replace it."""
 
@@ -49,15 +55,28 @@ def export_run(run_dir: str | os.PathLike[str], fmt: str, out: str | os.PathLike
     if str(out if out is not None else target).strip() == "":
         raise ConfigError("--out must name a folder, got an empty string")
     config, result = read_finished_run(run, models, families)
-    if config.built_class() is not LinearSelfAttention:
+    built = config.built_class()
+    if built is not LinearSelfAttention and not built.has_export:
         raise ConfigError(f"iclab export supports {SUPPORTED}; the run in {run} has model "
                           f"{config.model_name!r} with other options")
     _check_target(target)
     model = load_trained_model(run, config, models, result)
-    assert isinstance(model, LinearSelfAttention)
-    files = _torch_files(model) if fmt == "torch" else _npz_files(model)
+    if isinstance(model, LinearSelfAttention):
+        files = _torch_files(model) if fmt == "torch" else _npz_files(model)
+    else:
+        files = _exported_files(model.exported(), fmt)
     _write_folder(target, files)
     return target
+
+
+def _exported_files(exported: ExportedModel, fmt: str) -> dict[str, Any]:
+    """The files of a model that exports itself (``Model.exported``)."""
+    if fmt == "torch":
+        return {"model.py": exported.torch_source,
+                "model.pt": {"state_dict": exported.state_dict, "config": exported.config}}
+    arrays = {name: tensor.numpy() for name, tensor in exported.state_dict.items()}
+    arrays["config_json"] = np.array(json.dumps(exported.config, sort_keys=True))
+    return {"model_numpy.py": exported.numpy_source, "weights.npz": arrays}
 
 
 def _constructor(model: LinearSelfAttention) -> dict[str, Any]:

@@ -25,8 +25,10 @@ from iclab.models.probe import is_builtin
 from iclab.models.registry import ModelRegistry
 from iclab.runs.folder import check_out_dir, prepare_run_dir, read_result
 from iclab.runs.outputs import RunOutput
+from iclab.tasks.base import TaskFamily
 from iclab.tasks.registry import FamilyRegistry
-from iclab.training.loop import TrainingDivergedError, fit, resolve_device
+from iclab.tracking import Tracking
+from iclab.training.loop import MetricsHook, TrainingDivergedError, fit, resolve_device
 from iclab.training.run_folder import RunFolder
 from iclab.utils.errors import ConfigError
 from iclab.utils.plugins import is_plugin_reference
@@ -51,10 +53,13 @@ def run_training(
     progress: bool = True,
     restart: bool = False,
     registries: RunRegistries | None = None,
+    tracking: Tracking | None = None,
 ) -> dict[str, Any]:
     """Train (or resume, or skip if finished) the run of ``config`` in ``out_dir``; return
     the result written to result.json. ``registries``: the command's (default: the core and
-    every installed study, built here).
+    every installed study, built here). ``tracking``: the experiment trackers to log the
+    config, every metrics line, the result and the figures to (``iclab.tracking``; a
+    finished run is read back and logs nothing).
 
     Everything is checked before the folder is touched: the config (a user's draw function is
     called once, on two prompts), the device and the folder itself. The family is built once.
@@ -68,12 +73,22 @@ def run_training(
     pool = task.task_pool
     if pool is not None:  # the tasks of a pooled run, beside its config
         RunFolder(path).write_pool(pool)
+    with (tracking or Tracking()).session(path, config.to_json()) as session:
+        result = _train_and_judge(config, task, path, progress, registries,
+                                  session.log_metrics)
+        session.finish(result, path)
+    return result
+
+
+def _train_and_judge(config: TrainConfig, task: TaskFamily, path: Path, progress: bool,
+                     registries: RunRegistries, on_record: MetricsHook) -> dict[str, Any]:
+    """Train, evaluate, judge and write result.json (the checks and the folder are done)."""
     started, cpu_started = time.perf_counter(), time.process_time()
     threads = torch.get_num_threads()  # the process's (a sweep worker's: its share of cores)
     plugins = _uses_plugins(config, registries.families)
     try:
         with _plugin_failures(plugins, path, "training"):
-            trained = fit(config, task, path, progress)
+            trained = fit(config, task, path, progress, on_record)
     except OSError as error:  # the folder changed under us: a file became a folder, disk full
         name = f" {error.filename}" if error.filename else ""
         raise ConfigError(f"{path}: cannot write the run's files{name} "

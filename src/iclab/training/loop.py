@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from tqdm import tqdm
@@ -47,6 +48,10 @@ DIVERGENCE_FACTOR = 1e4
 untrained model's) is divergence. The median, not the mean: a deep model's prediction is a
 polynomial of degree 2L+1 in the prompt, so a rare prompt can make one batch's loss 1e9 while
 the model trains on (benchmarks/README.md, the depth study)."""
+
+
+MetricsHook = Callable[[dict[str, Any]], None]
+"""Called with each metrics line (a dict: step, loss, ...) after it is written."""
 
 
 class TrainingDivergedError(Error, RuntimeError):
@@ -135,13 +140,14 @@ def _restore_metrics(path: Path, completed: int) -> None:
 
 
 def fit(config: TrainConfig, task: TaskFamily, out_dir: Path,
-        progress: bool = True) -> TrainedModel:
+        progress: bool = True, on_record: MetricsHook | None = None) -> TrainedModel:
     """Train (or resume) ``config``'s model on ``task`` in ``out_dir``; see the module doc.
 
-    Runs with ``TRAIN_THREADS`` intra-op threads.
+    Runs with ``TRAIN_THREADS`` intra-op threads. ``on_record``, if given, is called with each
+    metrics line as it is written (experiment tracking, ``iclab.tracking``).
     """
     with intra_op_threads(TRAIN_THREADS):
-        return _fit(config, task, Path(out_dir), progress)
+        return _fit(config, task, Path(out_dir), progress, on_record)
 
 
 def _diverged(median: float, reference: float | None) -> bool:
@@ -158,7 +164,8 @@ def _time(config: TrainConfig, done: int, running: float) -> float:
     return config.elapsed_time(done) if constant_rate(config.optim) else running
 
 
-def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -> TrainedModel:
+def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool,
+         on_record: MetricsHook | None) -> TrainedModel:
     started = time.perf_counter()
     folder = RunFolder(out_dir)
     device = resolve_device(config.run.device)
@@ -216,6 +223,8 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool) -
                           **progress_metrics(model, task.n)}
                 metrics.write(json.dumps(record) + "\n")
                 metrics.flush()
+                if on_record is not None:
+                    on_record(record)
                 bar.set_postfix(loss=f"{mean_loss:.4f}")
             if done % config.run.checkpoint_every == 0 and done < steps:
                 save_checkpoint(folder.checkpoint, model, optimizer, done, config.run.seed,

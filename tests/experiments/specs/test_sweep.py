@@ -106,8 +106,8 @@ def test_a_failing_run_is_reported_and_the_others_finish(tmp_path: Path) -> None
 
 
 def test_make_executor_validates_its_arguments() -> None:
-    with pytest.raises(ConfigError, match="executor must be one of local, ray"):
-        make_executor("slurm")
+    with pytest.raises(ConfigError, match="executor must be one of local, ray, slurm"):
+        make_executor("kubernetes")
     with pytest.raises(ConfigError, match="--address applies only to --executor ray"):
         make_executor("local", address="auto")
     with pytest.raises(ConfigError, match="workers must be an integer >= 1"):

@@ -75,9 +75,10 @@ def train_run(config: dict[str, Any], run_dir: Path, studies: tuple[str, ...] = 
                  Path(run_dir), progress=False, registries=registries)
 
 
-def execute_run(task: RunTask) -> RunOutcome:
-    """Train (or resume, or skip) one run in its folder; never raises."""
-    limit_threads(_WORKER_THREADS)
+def execute_run(task: RunTask, threads: int | None = None) -> RunOutcome:
+    """Train (or resume, or skip) one run in its folder with ``threads`` threads (default:
+    this worker's); never raises."""
+    limit_threads(threads or _WORKER_THREADS)
     started = time.perf_counter()
     try:
         Path(task.lock_path).parent.mkdir(parents=True, exist_ok=True)

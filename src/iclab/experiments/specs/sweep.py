@@ -1,6 +1,6 @@
 """Running a spec: every point is a run folder DIR/runs/<config hash>/, finished ones skipped.
 
-``run_sweep`` hands the unfinished runs to an executor (local processes or Ray), shows one
+``run_sweep`` hands the unfinished runs to an executor (local processes, Ray or SLURM), shows one
 progress bar for the whole sweep, makes the measurements the spec's claims need beyond
 result.json (``ClaimSpec.measurements``: the shift claims' shifted test laws) in the run
 folders, and writes results.csv and timings.csv from the run folders.
@@ -13,12 +13,15 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
 from iclab.config.train import TrainConfig
 from iclab.experiments.executors.local import Executor, LocalExecutor, RunOutcome, RunTask
+from iclab.experiments.executors.slurm_executor import refuse_slurm_options
 from iclab.experiments.specs.groups import Point
 from iclab.experiments.specs.results import (
     RunRecord,
@@ -32,7 +35,7 @@ from iclab.training.loop import resolve_device
 from iclab.training.run_folder import RunFolder
 from iclab.utils.errors import ConfigError, Error
 
-EXECUTORS = ("local", "ray")
+EXECUTORS = ("local", "ray", "slurm")
 
 
 class SweepError(Error, RuntimeError):
@@ -49,21 +52,34 @@ def estimated_cost(config: TrainConfig) -> float:
 
 def make_executor(name: str, workers: int | None = None, address: str | None = None,
                   storage: str | None = None, connect_timeout: float | None = None,
-                  threads: int | None = None) -> Executor:
-    """The executor called ``name`` ("local" or "ray"); ``address``, ``storage`` and
-    ``connect_timeout`` apply to Ray only (see ``iclab.experiments.executors.ray_executor``);
-    ``threads``: each worker's (or Ray task's) threads, None for the default."""
-    if name == "local":
-        for option, value in (("--address", address), ("--storage", storage),
-                              ("--connect-timeout", connect_timeout)):
+                  threads: int | None = None, slurm: Mapping[str, Any] | None = None
+                  ) -> Executor:
+    """The executor called ``name`` ("local", "ray" or "slurm"); ``address``, ``storage`` and
+    ``connect_timeout`` apply to Ray only (see ``iclab.experiments.executors.ray_executor``),
+    ``slurm`` (keyword -> value, None: not given) to SLURM only (``SLURM_OPTIONS``);
+    ``threads``: each worker's (or Ray task's, or SLURM job's) threads, None for the default."""
+    if name not in EXECUTORS:
+        raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}; got {name!r}")
+    ray_only = (("--address", address), ("--storage", storage),
+                ("--connect-timeout", connect_timeout))
+    if name != "ray":
+        for option, value in ray_only:
             if value is not None:
                 raise ConfigError(f"{option} applies only to --executor ray")
+    if name != "slurm":
+        refuse_slurm_options(slurm)
+    if name == "local":
         return LocalExecutor(workers, threads)
     if name == "ray":
         from iclab.experiments.executors.ray_executor import RayExecutor
 
         return RayExecutor(address, workers, storage, connect_timeout, threads=threads)
-    raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}; got {name!r}")
+    if workers is not None:
+        raise ConfigError("--workers applies to --executor local and ray; with --executor "
+                          "slurm, --array-parallelism limits the jobs running at once")
+    from iclab.experiments.executors.slurm_executor import SlurmExecutor
+
+    return SlurmExecutor(threads, slurm)
 
 
 def check_sweep_dir(out_dir: str | Path) -> Path:

@@ -26,7 +26,8 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from iclab.models.base import Model
+from iclab.models.base import ExportedModel, Model
+from iclab.studies.transformer.export_source import NUMPY_SOURCE, TORCH_SOURCE
 from iclab.studies.transformer.options import TransformerOptions
 from iclab.utils.errors import ConfigError
 
@@ -72,6 +73,7 @@ class Transformer(Model):
                    "2022), trained on every prefix")
     options_class = TransformerOptions
     has_prefix_predictions = True
+    has_export = True
 
     @classmethod
     def create(
@@ -181,3 +183,14 @@ class Transformer(Model):
         X_all = torch.cat([X, x_q[:, None]], dim=1)
         y_all = torch.cat([y, y.new_zeros(y.shape[0], 1)], dim=1)
         return self.predict_prefixes(X_all, y_all)[:, -1]
+
+    def exported(self) -> ExportedModel:
+        """This model as a plain PyTorch module (the same parameter names and operations,
+        without dropout) and a NumPy predictor, with float64 weights (``iclab export``)."""
+        options = self.options
+        config = {"d": int(self.d), "layers": int(options.layers), "heads": int(options.heads),
+                  "width": int(options.width), "hidden": int(options.hidden()),
+                  "max_examples": int(options.max_examples)}
+        state = {name: tensor.detach().to(torch.float64).clone()
+                 for name, tensor in self.state_dict().items()}
+        return ExportedModel(TORCH_SOURCE, NUMPY_SOURCE, config, state)
