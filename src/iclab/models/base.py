@@ -26,6 +26,11 @@ columns), and declares what else it can do, like ``torch.distributions`` declare
   ``transformer``); training then averages the loss over every prefix, and ``iclab train``
   writes the prefix curves (``iclab.studies.transformer.prefix_curves``);
 
+- ``hook_points``: the named activations the forward records (``iclab.models.hooks``:
+  ``HookPoint`` rows with documented shapes, per layer up to ``hook_depth()``), read by
+  ``iclab.cache(model, prompts)`` through ``record(name, tensor)``, a no-op outside a
+  recorder; empty for a model that declares none (it cannot be cached or probed);
+
 and ``prepare_for_task(task)`` is called once by the trainer before the first step (the
 ``lsa`` model uses it to keep its nuisance weights at 0 where the family's optimum provably
 has none).
@@ -39,6 +44,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from iclab.models.hooks import HookPoint
 from iclab.models.readout import LinearReadout
 from iclab.utils.batches import statistics_kinds_read
 
@@ -66,6 +72,10 @@ class Model(nn.Module):
     family can (``iclab.utils.batches.shared_statistics_kind``)."""
     has_exact_loss: ClassVar[bool] = False
     has_prefix_predictions: ClassVar[bool] = False
+    hook_points: ClassVar[tuple[HookPoint, ...]] = ()
+    """The named activations ``forward`` records (``iclab.models.hooks``)."""
+    hook_record: dict[str, list[torch.Tensor]] | None = None
+    """Set by ``iclab.models.hooks.recording`` while a forward is cached; None otherwise."""
 
     @classmethod
     def create(
@@ -179,6 +189,21 @@ class Model(nn.Module):
         """(parameter, 0/1 mask of its shape): the trainer multiplies each gradient by its
         mask before every update, so masked weights never move. None by default."""
         return []
+
+    def hook_depth(self) -> int:
+        """How many layers the per-layer hook points run over (1 by default)."""
+        return 1
+
+    def recording_hooks(self) -> bool:
+        """Whether a recorder is active (a forward computes what only a hook point needs
+        only then)."""
+        return self.hook_record is not None
+
+    def record(self, name: str, tensor: torch.Tensor) -> None:
+        """Record hook point ``name`` (B, T, F) when a recorder is active; nothing
+        otherwise."""
+        if self.hook_record is not None:
+            self.hook_record.setdefault(name, []).append(tensor.detach())
 
     def capabilities(self) -> dict[str, bool]:
         return capabilities_of(type(self))

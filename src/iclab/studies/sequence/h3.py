@@ -30,6 +30,7 @@ from torch import nn
 from iclab.studies.sequence.model_base import (
     ProjectedSequenceModel,
     normal_parameters,
+    one_layer_hooks,
     prompt_tokens,
 )
 from iclab.studies.sequence.options import H3Options
@@ -43,6 +44,9 @@ class H3(ProjectedSequenceModel):
     description = ("one H3-like state-space layer (shift, diagonal SSM convolution, "
                    "multiplicative gating; Li, Rawat and Oymak 2024): weighted preconditioned GD")
     options_class = H3Options
+    hook_points = one_layer_hooks("the state-space convolution's output at the query, "
+                                  "sum_t f_(j, T-t) (shifted keys * values)_t per channel",
+                                  "its product with h")
 
     @classmethod
     def parameter_count(cls, options: Any, d: int) -> int:
@@ -90,6 +94,10 @@ class H3(ProjectedSequenceModel):
         pooled = torch.einsum("btj,jt->bj", products, weights)
         query = tokens[:, -1] @ self.W_q.T                                   # (B, p)
         yhat: torch.Tensor = (query * pooled) @ self.head
+        if self.recording_hooks():
+            self.record("resid.0", tokens)
+            self.record("state.1", pooled[:, None])
+            self.record("attn.1", (query * pooled)[:, None])
         return yhat
 
     def position_gammas(self, n: int) -> np.ndarray:

@@ -20,6 +20,7 @@ learns to pair each y_i with its x_i), while with 0.1 it has halved by step 500
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -27,6 +28,7 @@ from torch import nn
 from torch.nn import functional
 
 from iclab.models.base import Model
+from iclab.models.hooks import HookPoint
 from iclab.studies.transformer.options import TransformerOptions
 from iclab.utils.errors import ConfigError
 
@@ -49,15 +51,20 @@ class Block(nn.Module):
         self.fc = nn.Linear(width, hidden, **kwargs)
         self.out = nn.Linear(hidden, width, **kwargs)
 
-    def forward(self, h: torch.Tensor, drop: Any) -> torch.Tensor:
-        """h: (B, T, width) -> (B, T, width); ``drop`` applies the residual dropout."""
+    def forward(self, h: torch.Tensor, drop: Any,
+                record: Callable[[torch.Tensor], None] | None = None) -> torch.Tensor:
+        """h: (B, T, width) -> (B, T, width); ``drop`` applies the residual dropout;
+        ``record``, if given, receives the attention output (B, T, width) (a hook point)."""
         batch, length, width = h.shape
         q, k, v = self.qkv(self.ln_1(h)).split(width, dim=-1)
         shape = (batch, length, self.heads, width // self.heads)
         q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))       # (B, H, T, w/H)
         attended = functional.scaled_dot_product_attention(
             q, k, v, is_causal=True)
-        h = h + drop(self.proj(attended.transpose(1, 2).reshape(batch, length, width)))
+        attention = self.proj(attended.transpose(1, 2).reshape(batch, length, width))
+        if record is not None:
+            record(attention)
+        h = h + drop(attention)
         out: torch.Tensor = h + drop(self.out(functional.gelu(self.fc(self.ln_2(h)))))
         return out
 
@@ -72,6 +79,12 @@ class Transformer(Model):
                    "2022), trained on every prefix")
     options_class = TransformerOptions
     has_prefix_predictions = True
+    hook_points = (
+        HookPoint("resid", "(B, 2n+1, width)", "the residual stream after block l (resid.0: "
+                  "read-in plus positions) at x_1, y_1, ..., x_n, y_n, x_q", first_layer=0),
+        HookPoint("attn", "(B, 2n+1, width)", "block l's attention output (after its "
+                  "projection, before the residual sum)"),
+    )
 
     @classmethod
     def create(
@@ -158,10 +171,24 @@ class Transformer(Model):
         tokens[:, 0::2] = X
         tokens[:, 1::2, 0] = y
         h = self.read_in(tokens) + self.positions[: 2 * n]
-        for block in self.blocks:
-            h = block(h, self._drop)
+        self._record_tokens("resid.0", h)
+        for layer, block in enumerate(self.blocks, 1):
+            h = block(h, self._drop, self._recorder(f"attn.{layer}"))
+            self._record_tokens(f"resid.{layer}", h)
         out: torch.Tensor = self.read_out(self.ln_f(h[:, 0::2]))[..., 0]   # (B, n)
         return out
+
+    def hook_depth(self) -> int:
+        return self.options.layers
+
+    def _record_tokens(self, name: str, h: torch.Tensor) -> None:
+        """Record ``h`` without its last token (the query's label slot, which no prediction
+        reads), so the query is the last position (``iclab.models.hooks``)."""
+        if self.recording_hooks():
+            self.record(name, h[:, :-1])
+
+    def _recorder(self, name: str) -> Callable[[torch.Tensor], None] | None:
+        return (lambda h: self._record_tokens(name, h)) if self.recording_hooks() else None
 
     def predict_prefixes(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """X: (B, n, d), y: (B, n) -> (B, n): entry i predicts y_i from examples < i and x_i
