@@ -20,7 +20,7 @@ evaluation mode under a recorder and returns every hook point (``Activations``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -52,8 +52,9 @@ class HookPoint:
 class Model(Protocol):
     """What this module asks of an ``iclab.models.Model`` (which imports this module)."""
 
-    name: str
+    name: ClassVar[str]
     hook_points: ClassVar[tuple[HookPoint, ...]]
+    __call__: Callable[..., Any]
     training: bool
     hook_record: dict[str, list[torch.Tensor]] | None
 
@@ -62,8 +63,6 @@ class Model(Protocol):
     def eval(self) -> Any: ...
 
     def train(self, mode: bool = True) -> Any: ...
-
-    def __call__(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> Any: ...
 
 
 @dataclass(frozen=True)
