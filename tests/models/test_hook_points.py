@@ -13,7 +13,7 @@ from iclab.models.base import Model
 from iclab.models.hooks import Activations, cache, hook_names
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
-from tests.test_conformance import D, MODEL_NAMES, N, family, make
+from tests.test_conformance import MODEL_NAMES, D, N, family, make
 
 BUILT_IN = [name for name in MODEL_NAMES if name != "custom-example"]
 
