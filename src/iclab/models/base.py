@@ -38,6 +38,7 @@ has none).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -76,6 +77,8 @@ class Model(nn.Module):
     """The named activations ``forward`` records (``iclab.models.hooks``)."""
     hook_record: dict[str, list[torch.Tensor]] | None = None
     """Set by ``iclab.models.hooks.recording`` while a forward is cached; None otherwise."""
+    hook_patches: dict[str, Callable[[torch.Tensor], torch.Tensor]] | None = None
+    """Set by ``iclab.models.hooks.patching``: replacements of patchable hook points."""
 
     @classmethod
     def create(
@@ -204,6 +207,14 @@ class Model(nn.Module):
         otherwise."""
         if self.hook_record is not None:
             self.hook_record.setdefault(name, []).append(tensor.detach())
+
+    def patched(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` (B, T, F), replaced by the patch of hook point ``name`` inside
+        ``iclab.models.hooks.patching`` (a hook point declared ``patchable``); itself
+        otherwise."""
+        if self.hook_patches is None or name not in self.hook_patches:
+            return tensor
+        return self.hook_patches[name](tensor)
 
     def capabilities(self) -> dict[str, bool]:
         return capabilities_of(type(self))

@@ -41,6 +41,8 @@ class HookPoint:
     description: str
     per_layer: bool = True
     first_layer: int = 1
+    patchable: bool = False
+    """Whether the forward lets ``patching`` replace this hook point's tensor."""
 
     def names(self, depth: int) -> tuple[str, ...]:
         """The concrete names of this hook point in a model of ``depth`` layers."""
@@ -57,6 +59,7 @@ class Model(Protocol):
     __call__: Callable[..., Any]
     training: bool
     hook_record: dict[str, list[torch.Tensor]] | None
+    hook_patches: dict[str, Callable[[torch.Tensor], torch.Tensor]] | None
 
     def hook_depth(self) -> int: ...
 
@@ -120,6 +123,32 @@ def recording(model: Model) -> Iterator[dict[str, list[torch.Tensor]]]:
         yield record
     finally:
         model.hook_record = previous
+
+
+def patchable_names(model: Model) -> tuple[str, ...]:
+    """The concrete names of ``model``'s hook points declared ``patchable``."""
+    depth = model.hook_depth()
+    return tuple(name for point in type(model).hook_points if point.patchable
+                 for name in point.names(depth))
+
+
+@contextmanager
+def patching(model: Model, patches: dict[str, Callable[[torch.Tensor], torch.Tensor]]
+             ) -> Iterator[None]:
+    """While active, the forward replaces each patchable hook point named in ``patches`` by
+    ``patch(tensor)`` (same shape (B, T, F)); ConfigError (one line) for a name that is not
+    a patchable hook point of ``model``."""
+    allowed = patchable_names(model)
+    for name in patches:
+        if name not in allowed:
+            raise ConfigError(f"hook point {name!r} of model {model.name!r} cannot be patched; "
+                              f"patchable: {', '.join(allowed) or 'none'}")
+    previous = model.hook_patches
+    model.hook_patches = dict(patches)
+    try:
+        yield
+    finally:
+        model.hook_patches = previous
 
 
 def cache(model: Model, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,

@@ -21,9 +21,15 @@ def _probe(registries: Any, args: list[str]) -> Any:
     return probe_command(registries)
 
 
+def _patch(registries: Any, args: list[str]) -> Any:
+    from iclab.studies.probes.patch_command import patch_command
+
+    return patch_command(registries)
+
+
 STUDY = Study(
     "probes",
     "ridge probes from every hook point to the exact OLS, ridge and GD iterates and moments "
     "of each prompt, with random-init and shuffled controls; task-vector patching",
-    commands=lambda: (_probe,),
+    commands=lambda: (_probe, _patch),
 )

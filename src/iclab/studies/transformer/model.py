@@ -81,7 +81,8 @@ class Transformer(Model):
     has_prefix_predictions = True
     hook_points = (
         HookPoint("resid", "(B, 2n+1, width)", "the residual stream after block l (resid.0: "
-                  "read-in plus positions) at x_1, y_1, ..., x_n, y_n, x_q", first_layer=0),
+                  "read-in plus positions) at x_1, y_1, ..., x_n, y_n, x_q", first_layer=0,
+                  patchable=True),
         HookPoint("attn", "(B, 2n+1, width)", "block l's attention output (after its "
                   "projection, before the residual sum)"),
     )
@@ -171,10 +172,10 @@ class Transformer(Model):
         tokens[:, 0::2] = X
         tokens[:, 1::2, 0] = y
         h = self.read_in(tokens) + self.positions[: 2 * n]
-        self._record_tokens("resid.0", h)
+        h = self._hooked("resid.0", h)
         for layer, block in enumerate(self.blocks, 1):
             h = block(h, self._drop, self._recorder(f"attn.{layer}"))
-            self._record_tokens(f"resid.{layer}", h)
+            h = self._hooked(f"resid.{layer}", h)
         out: torch.Tensor = self.read_out(self.ln_f(h[:, 0::2]))[..., 0]   # (B, n)
         return out
 
@@ -186,6 +187,13 @@ class Transformer(Model):
         reads), so the query is the last position (``iclab.models.hooks``)."""
         if self.recording_hooks():
             self.record(name, h[:, :-1])
+
+    def _hooked(self, name: str, h: torch.Tensor) -> torch.Tensor:
+        """Record hook point ``name`` and apply its patch (both without the last token)."""
+        self._record_tokens(name, h)
+        if self.hook_patches is None:
+            return h
+        return torch.cat([self.patched(name, h[:, :-1]), h[:, -1:]], dim=1)
 
     def _recorder(self, name: str) -> Callable[[torch.Tensor], None] | None:
         return (lambda h: self._record_tokens(name, h)) if self.recording_hooks() else None
