@@ -55,12 +55,16 @@ def _figure_bytes(data: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def write_probe_outputs(out_dir: Path, data: dict[str, Any]) -> list[Path]:
-    """Write probe.json, probe.csv and probe.png into ``out_dir``; their paths."""
-    picture = _figure_bytes(data)
-    paths = [out_dir / name for name in FILES]
+def write_probe_outputs(out_dir: Path, data: dict[str, Any], figure: bool = True
+                        ) -> list[Path]:
+    """Write probe.json, probe.csv and (``figure``) probe.png into ``out_dir``; their
+    paths."""
+    picture = _figure_bytes(data) if figure else b""
+    paths = [out_dir / name for name in FILES[: 3 if figure else 2]]
     atomic_write_json(paths[0], data)
     atomic_write_text(paths[1], csv_text(data["rows"]))
+    if not figure:
+        return paths
 
     def write_picture(tmp: Path) -> None:
         tmp.write_bytes(picture)

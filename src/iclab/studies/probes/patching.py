@@ -80,7 +80,8 @@ def moved_fractions(model: Model, source: Prompts, target: Prompts, name: str, p
         patched = model(target.X, target.y, target.x_q)
     toward = (a.prediction - b.prediction).reshape(pairs, -1)
     moved = (patched - b.prediction).reshape(pairs, -1)
-    return ((moved * toward).sum(1) / toward.square().sum(1)).numpy()
+    fractions: np.ndarray = ((moved * toward).sum(1) / toward.square().sum(1)).numpy()
+    return fractions
 
 
 def patch_run(run_dir: str | Path, layers: tuple[int, ...] | None, pairs: int, prompts: int,
@@ -110,7 +111,7 @@ def patch_run(run_dir: str | Path, layers: tuple[int, ...] | None, pairs: int, p
                                   f"{', '.join(map(str, sorted(present)))}")
         names = tuple(present[layer] for layer in layers)
     source, target = task_prompts(task, pairs, prompts, seed)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in names:
         fractions = moved_fractions(model, source, target, name, pairs)
         rows.append({"hook": name, "layer": layer_of(name),

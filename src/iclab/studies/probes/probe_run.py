@@ -11,7 +11,8 @@ the last context token, where the hook point has one), a probe is fitted per tar
 - ``shuffled``: the trained model's features with the targets permuted across prompts
   (seeded), whose R^2 must be about 0 (a probe that finds structure in noise would not).
 
-Everything is checked before any work (targets the family can give, hook points the model
+The models run in float32, the precision they train in (the targets and the probes are
+float64). Everything is checked before any work (targets the family can give, hook points the model
 has, the layers asked for), and nothing is written on an error.
 """
 
@@ -116,9 +117,9 @@ def layer_of(name: str) -> int:
 
 
 def initial_model(config: Any, task: Any) -> Model:
-    """The run's model at its random initialisation, in float64 (as training built it)."""
+    """The run's model at its random initialisation, in float32, as training built it."""
     model: Model = config.model_class().create(
-        config.task.d, config.model, make_generator(config.run.seed, "init"), torch.float64)
+        config.task.d, config.model, make_generator(config.run.seed, "init"), torch.float32)
     model.prepare_for_task(task)
     return model
 
@@ -131,14 +132,14 @@ def probe_run(run_dir: str | Path, settings: ProbeSettings, registries: Any) -> 
     task = config.checked_task(registries.families)
     names = exact.check_targets(settings.targets, task)
     lam = exact.ridge_lambda(task, settings.ridge_lambda)
-    model = load_trained_model(path, config, registries.models, result)
+    model = load_trained_model(path, config, registries.models, result).float()
     hooks = selected_hooks(model, settings.hooks, settings.layers)
     drawn = exact.draw_prompts(task, settings.prompts, settings.seed)
     values = exact.compute_targets(drawn, names, task, lam)
     permutation = np.random.default_rng([settings.seed, 0x5AFF1E]).permutation(
         settings.prompts)
     shuffled = {name: value[permutation] for name, value in values.items()}
-    prompts = (drawn.prompts.X, drawn.prompts.y, drawn.prompts.x_q)
+    prompts = (drawn.prompts.X.float(), drawn.prompts.y.float(), drawn.prompts.x_q.float())
     trained = cache(model, *prompts, names=hooks)
     init = cache(initial_model(config, task), *prompts, names=hooks)
     rows: list[dict[str, Any]] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from iclab.experiments.specs.builtin import reproduce_sections
 from iclab.utils.studies import Study
 
 HERE = Path(__file__).parent
@@ -27,9 +28,18 @@ def _patch(registries: Any, args: list[str]) -> Any:
     return patch_command(registries)
 
 
+def _claim_kind() -> Any:
+    from iclab.studies.probes.claims import ProbeClaim
+
+    return ProbeClaim()
+
+
 STUDY = Study(
     "probes",
     "ridge probes from every hook point to the exact OLS, ridge and GD iterates and moments "
     "of each prompt, with random-init and shuffled controls; task-vector patching",
+    requires=("transformer",),  # its section reads the Transformers section's run
     commands=lambda: (_probe, _patch),
+    claim_kinds=lambda: (_claim_kind(),),
+    spec_sections=lambda: reproduce_sections(HERE),
 )
