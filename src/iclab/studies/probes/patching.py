@@ -35,6 +35,7 @@ from iclab.studies.probes.targets import linear_family
 from iclab.utils.batches import Prompts
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
+from iclab.utils.threads import intra_op_threads
 
 
 def task_prompts(task: Any, pairs: int, prompts: int, seed: int) -> tuple[Prompts, Prompts]:
@@ -113,7 +114,8 @@ def patch_run(run_dir: str | Path, layers: tuple[int, ...] | None, pairs: int, p
     source, target = task_prompts(task, pairs, prompts, seed)
     rows: list[dict[str, Any]] = []
     for name in names:
-        fractions = moved_fractions(model, source, target, name, pairs)
+        with intra_op_threads(1):  # many small products: faster on one thread when busy
+            fractions = moved_fractions(model, source, target, name, pairs)
         rows.append({"hook": name, "layer": layer_of(name),
                      "moved_fraction": float(fractions.mean()),
                      "moved_fraction_stderr": float(fractions.std(ddof=1) / math.sqrt(pairs))})

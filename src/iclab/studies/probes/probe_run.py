@@ -33,6 +33,7 @@ from iclab.studies.probes import targets as exact
 from iclab.studies.probes.linear_probes import fit_probes
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
+from iclab.utils.threads import intra_op_threads
 
 CONTROLS = ("trained", "init", "shuffled")
 POSITIONS = ("query", "context")
@@ -125,7 +126,17 @@ def initial_model(config: Any, task: Any) -> Model:
 
 
 def probe_run(run_dir: str | Path, settings: ProbeSettings, registries: Any) -> dict[str, Any]:
-    """probe.json's content for the finished run in ``run_dir`` (module docstring)."""
+    """probe.json's content for the finished run in ``run_dir`` (module docstring), worked
+    out on one thread (torch and BLAS): many small products, which on a busy or shared
+    machine run many times slower on a pool of threads."""
+    from threadpoolctl import threadpool_limits
+
+    with intra_op_threads(1), threadpool_limits(limits=1):
+        return _probe_run(run_dir, settings, registries)
+
+
+def _probe_run(run_dir: str | Path, settings: ProbeSettings, registries: Any
+               ) -> dict[str, Any]:
     settings.check()
     path = Path(run_dir)
     config, result = read_finished_run(path, registries.models, registries.families)
