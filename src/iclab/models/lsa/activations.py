@@ -25,15 +25,15 @@ from iclab.models.hooks import HookPoint
 ONE_LAYER = (
     HookPoint("resid.0", "(B, n+1, d+1)", "the tokens e_1..e_n, e_q entering the layer",
               per_layer=False),
-    HookPoint("attn", "(B, 1, m)", "the attention output at the query before the read-out "
-              "h (h . attn.1 is the prediction)"),
+    HookPoint("attn.1", "(B, 1, m)", "the attention output at the query before the "
+              "read-out h (h . attn.1 is the prediction)", per_layer=False),
 )
 
 HEADS = (
     HookPoint("resid.0", "(B, n+1, d+1)", "the tokens e_1..e_n, e_q entering the layer",
               per_layer=False),
-    HookPoint("attn", "(B, 1, H)", "each head's output y^T X W_h x_q at the query (v . "
-              "attn.1 is the prediction)"),
+    HookPoint("attn.1", "(B, 1, H)", "each head's output y^T X W_h x_q at the query (v . "
+              "attn.1 is the prediction)", per_layer=False),
 )
 
 DEEP = (
