@@ -29,26 +29,29 @@ def _figure_bytes(data: dict[str, Any]) -> bytes:
     colours = {name: f"C{i % 10}" for i, name in enumerate(data["targets"])}
     for axes, kind in zip(axes_list, kinds, strict=False):
         for target, colour in colours.items():
-            for control, style in (("trained", "o-"), ("init", ":")):
+            for control, style in (("trained", "o-"), ("init", "x:")):
                 points = sorted((row["layer"], row["r2"], row["r2_stderr"]) for row in rows
                                 if row["kind"] == kind and row["target"] == target
                                 and row["control"] == control)
                 if not points:
                     continue
-                layers, r2, se = zip(*points, strict=True)
-                axes.plot(layers, r2, style, ms=3, color=colour, lw=1.2,
+                at, r2, se = zip(*points, strict=True)
+                axes.plot(at, r2, style, ms=3, color=colour, lw=1.2,
                           label=target if control == "trained" else None)
                 if control == "trained":
-                    axes.fill_between(layers, [a - 2 * b for a, b in zip(r2, se, strict=True)],
+                    axes.fill_between(at, [a - 2 * b for a, b in zip(r2, se, strict=True)],
                                       [a + 2 * b for a, b in zip(r2, se, strict=True)],
                                       color=colour, alpha=0.2, lw=0)
         axes.set_ylim(-0.1, 1.05)
+        layers = sorted({row["layer"] for row in rows if row["kind"] == kind})
+        axes.set_xticks(layers)
+        axes.set_xlim(layers[0] - 0.5, layers[-1] + 0.5)
         axes.set_xlabel("layer")
         axes.set_ylabel("held-out R^2")
         axes.set_title(f"{kind} at the query", fontsize=9)
     axes_list[0].legend(fontsize=7)
     figure.suptitle(f"probes of {data['model']} on {data['family']} (d = {data['d']}, n = "
-                    f"{data['n']}); dotted: random init", fontsize=9)
+                    f"{data['n']}); crosses, dotted: random init", fontsize=9)
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
