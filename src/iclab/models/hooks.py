@@ -169,15 +169,19 @@ def cache(model: Model, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
     if missing:
         raise RuntimeError(f"model {model.name!r} declares hook points it did not record: "
                            f"{', '.join(missing)}")
-    tensors = {name: _joined(name, record[name]) for name in wanted}
+    tensors = {name: _joined(name, record[name], X.shape[0]) for name in wanted}
     return Activations(prediction.detach(), tensors)
 
 
-def _joined(name: str, parts: list[torch.Tensor]) -> torch.Tensor:
+def _joined(name: str, parts: list[torch.Tensor], batch: int) -> torch.Tensor:
+    """The parts a forward recorded (one per chunk of prompts), joined along the batch;
+    RuntimeError unless they make one (B, T, F) tensor of ``batch`` prompts (a hook point
+    recorded twice in one forward, say, by a block applied twice under one name)."""
     joined = parts[0] if len(parts) == 1 else torch.cat(parts, dim=0)
-    if joined.dim() != 3:
-        raise RuntimeError(f"hook point {name!r} recorded shape {tuple(joined.shape)}; "
-                           f"hook tensors are (B, T, F)")
+    if joined.dim() != 3 or joined.shape[0] != batch:
+        raise RuntimeError(f"hook point {name!r} recorded shape {tuple(joined.shape)} for "
+                           f"{batch} prompts; hook tensors are (B, T, F), recorded once per "
+                           f"prompt")
     return joined
 
 

@@ -34,7 +34,7 @@ from iclab.experiments.claims.parameters import ClaimParameter, choice, integer
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
 from iclab.experiments.specs.results import RunRecord, Site, run_dir
 from iclab.studies.probes.outputs import write_probe_outputs
-from iclab.studies.probes.probe_run import ProbeSettings, probe_run
+from iclab.studies.probes.probe_run import MAX_PROMPTS, ProbeSettings, probe_run
 from iclab.studies.probes.targets import ALL_TARGETS, MOMENT_TARGETS, linear_family
 from iclab.tasks.base import TaskFamily
 from iclab.utils.errors import ConfigError
@@ -116,7 +116,8 @@ class ProbeClaim(ClaimKind):
                                  choice(*ALL_TARGETS), required=True),
         "threshold": ClaimParameter("the stated R^2 (or R^2 difference)", _threshold,
                                     default=0.0),
-        "prompts": ClaimParameter("the probes' prompts", integer(100, 200_000), default=2000),
+        "prompts": ClaimParameter("the probes' prompts", integer(100, MAX_PROMPTS),
+                                  default=2000),
         "seed": ClaimParameter("the seed of the probes' prompts and folds",
                                integer(0, 2**62), default=0),
     }
