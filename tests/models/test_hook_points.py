@@ -107,3 +107,13 @@ def test_a_model_without_hook_points_is_refused() -> None:
     batch = (prompts.X, prompts.y, prompts.x_q)
     with pytest.raises(ConfigError, match="declares no hook points"):
         cache(model, *batch)
+
+
+def test_iclab_models_lists_the_hook_points() -> None:
+    from iclab.cli.catalogue import model_rows
+    from iclab.models.registry import ModelRegistry
+
+    rows = {row["name"]: row["hook_points"] for row in model_rows(ModelRegistry())}
+    assert [hook["name"] for hook in rows["transformer"]] == ["resid", "attn"]
+    assert rows["transformer"][0]["shape"] == "(B, 2n+1, width)"
+    assert all(rows.values())

@@ -111,3 +111,13 @@ def test_a_folder_without_a_model_is_refused(
     err = capsys.readouterr().err.strip()
     assert "no model.safetensors" in err and len(err.splitlines()) == 1
     assert sorted(p.name for p in folder.iterdir()) == ["config.json", "result.json"]
+
+
+def test_patch_refuses_models_without_patchable_points_and_nonlinear_families(
+        runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for run, message in ((runs["lsa"], "model 'lsa' declares no patchable hook point"),
+                         (runs["relu"], "task vectors need a linear Gaussian family")):
+        out = tmp_path / run.name
+        assert main(["patch", str(run), "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1 and not out.exists()
