@@ -78,6 +78,7 @@ def test_layers_and_positions_select_rows(
     (["--prompts", "99"], "prompts must be an integer >= 100"),
     (["--folds", "1"], "folds must be an integer >= 2"),
     (["--positions", "middle"], "unknown position 'middle'"),
+    (["--hooks", "attn", "--positions", "context"], "no hook point of attn.1 has a context"),
 ])
 def test_bad_options_are_one_line_and_write_nothing(
         runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -154,6 +154,9 @@ def _probe_run(run_dir: str | Path, settings: ProbeSettings, registries: Any
     shuffled = {name: value[permutation] for name, value in values.items()}
     prompts = (drawn.prompts.X.float(), drawn.prompts.y.float(), drawn.prompts.x_q.float())
     trained = cache(model, *prompts, names=hooks)
+    if settings.positions == ("context",) and all(trained[h].shape[1] < 2 for h in hooks):
+        raise ConfigError(f"no hook point of {', '.join(hooks)} has a context position (they "
+                          f"hold the query only); use --positions query")
     init = cache(initial_model(config, task), *prompts, names=hooks)
     rows: list[dict[str, Any]] = []
     for hook in hooks:
