@@ -2,9 +2,9 @@
 
 Importing the package does no work: every computation is behind an explicit call. The Python
 API (``iclab.api``: ``train``, ``theory``, ``certify``, ``shift``, ``dynamics``, ``sweep``,
-``reproduce``, ``export``) is imported on first use of one of its names, so ``import iclab``
-imports neither torch nor numpy; ``iclab.Error`` is the one exception type it raises.
-``iclab.theory`` is also the package of the optima's formulas: the API makes it callable
+``reproduce``, ``export``, ``cache``) is imported on first use of one of its names, so
+``import iclab`` imports neither torch nor numpy; ``iclab.Error`` is the one exception type it
+raises. ``iclab.theory`` is also the package of the optima's formulas: the API makes it callable
 (``help(iclab.api.theory)`` lists its options).
 """
 
@@ -17,7 +17,7 @@ from iclab.utils.errors import Error
 __version__ = "0.1.0"
 
 API = ("train", "theory", "certify", "shift", "dynamics", "sweep", "reproduce", "export",
-       "TrainResult", "TheoryResult", "CertifyResult", "CommandResult", "SweepResult")
+       "cache", "TrainResult", "TheoryResult", "CertifyResult", "CommandResult", "SweepResult")
 """The names ``iclab`` re-exports from ``iclab.api``, imported on first use."""
 
 __all__ = ["Error", "__version__", *API]

@@ -9,6 +9,7 @@ the core and the installed studies is built once, when this package is imported)
 from iclab.api import commands as _commands
 from iclab.api import sweeps as _sweeps
 from iclab.api import training as _training
+from iclab.api.activations import cache
 from iclab.api.commands import callable_theory_package as _callable_theory_package
 from iclab.api.commands import certify, dynamics, shift, theory
 from iclab.api.exports import export
@@ -25,7 +26,7 @@ from iclab.experiments.registries import Registries as _Registries
 from iclab.utils.errors import Error
 
 __all__ = ["CertifyResult", "CommandResult", "Error", "SweepResult", "TheoryResult",
-           "TrainResult", "certify", "dynamics", "export", "reproduce", "shift", "sweep",
+           "TrainResult", "cache", "certify", "dynamics", "export", "reproduce", "shift", "sweep",
            "theory", "train"]
 
 _documented = _Registries()

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from iclab.experiments.registries import Registries
+from iclab.models.hooks import describe as describe_hooks
 from iclab.models.registry import ModelRegistry
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.registry import FamilyRegistry
@@ -31,7 +32,8 @@ def model_rows(registry: ModelRegistry) -> list[dict[str, Any]]:
                                       "statistics": model_class.has_statistics,
                                       "exact_loss": model_class.has_exact_loss,
                                       "prefix_predictions":
-                                          model_class.has_prefix_predictions}})
+                                          model_class.has_prefix_predictions},
+                     "hook_points": describe_hooks(model_class)})
     return rows
 
 
@@ -84,6 +86,9 @@ def models_command(registries: Registries, as_json: bool) -> None:
     for row in rows:
         caps = ", ".join(name for name, has in row["capabilities"].items() if has) or "none"
         click.echo(f"{row['name']}: {row['description']}\n  capabilities: {caps}")
+        hooks = ", ".join(f"{hook['name']}{'.l' if hook['per_layer'] else ''} {hook['shape']}"
+                          for hook in row["hook_points"]) or "none"
+        click.echo(f"  hook points: {hooks}")
         for name, option in row["options"].items():
             click.echo(f"  --{name.replace('_', '-'):<16} {option['allowed']}; default "
                        f"{option['default']}. {option['help']}")

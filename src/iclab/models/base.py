@@ -30,6 +30,10 @@ columns), and declares what else it can do, like ``torch.distributions`` declare
   constructor arguments and its float64 state dict (``ExportedModel``), which ``iclab export``
   writes out (the ``transformer``; the one-layer ``lsa`` is exported by ``iclab.runs.export``
   itself);
+- ``hook_points``: the named activations the forward records (``iclab.models.hooks``:
+  ``HookPoint`` rows with documented shapes, per layer up to ``hook_depth()``), read by
+  ``iclab.cache(model, prompts)`` through ``record(name, tensor)``, a no-op outside a
+  recorder; empty for a model that declares none (it cannot be cached or probed);
 
 and ``prepare_for_task(task)`` is called once by the trainer before the first step (the
 ``lsa`` model uses it to keep its nuisance weights at 0 where the family's optimum provably
@@ -38,12 +42,14 @@ has none).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
+from iclab.models.hooks import HookPoint
 from iclab.models.readout import LinearReadout
 from iclab.utils.batches import statistics_kinds_read
 
@@ -87,6 +93,12 @@ class Model(nn.Module):
     has_exact_loss: ClassVar[bool] = False
     has_prefix_predictions: ClassVar[bool] = False
     has_export: ClassVar[bool] = False
+    hook_points: ClassVar[tuple[HookPoint, ...]] = ()
+    """The named activations ``forward`` records (``iclab.models.hooks``)."""
+    hook_record: dict[str, list[torch.Tensor]] | None = None
+    """Set by ``iclab.models.hooks.recording`` while a forward is cached; None otherwise."""
+    hook_patches: dict[str, Callable[[torch.Tensor], torch.Tensor]] | None = None
+    """Set by ``iclab.models.hooks.patching``: replacements of patchable hook points."""
 
     @classmethod
     def create(
@@ -212,6 +224,28 @@ class Model(nn.Module):
     def exported(self) -> ExportedModel:
         """The model as plain PyTorch and NumPy sources and float64 weights (``has_export``)."""
         raise NotImplementedError(f"{type(self).__name__} declares no export")
+    def hook_depth(self) -> int:
+        """How many layers the per-layer hook points run over (1 by default)."""
+        return 1
+
+    def recording_hooks(self) -> bool:
+        """Whether a recorder is active (a forward computes what only a hook point needs
+        only then)."""
+        return self.hook_record is not None
+
+    def record(self, name: str, tensor: torch.Tensor) -> None:
+        """Record hook point ``name`` (B, T, F) when a recorder is active; nothing
+        otherwise."""
+        if self.hook_record is not None:
+            self.hook_record.setdefault(name, []).append(tensor.detach())
+
+    def patched(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` (B, T, F), replaced by the patch of hook point ``name`` inside
+        ``iclab.models.hooks.patching`` (a hook point declared ``patchable``); itself
+        otherwise."""
+        if self.hook_patches is None or name not in self.hook_patches:
+            return tensor
+        return self.hook_patches[name](tensor)
 
     def capabilities(self) -> dict[str, bool]:
         return capabilities_of(type(self))

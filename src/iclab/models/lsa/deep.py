@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from iclab.models.base import Model
+from iclab.models.lsa import activations
 from iclab.models.lsa.deep_statistics import deep_statistics_prediction
 from iclab.models.lsa.options import LSAOptions
 from iclab.utils.batches import ZStatistics
@@ -72,6 +73,7 @@ class DeepLinearSelfAttention(Model):
     name = "lsa"
     description = "L layers of linear self-attention with a residual stream"
     options_class = LSAOptions
+    hook_points = activations.DEEP
     has_statistics = True
     statistics_kind = "wishart"
 
@@ -141,12 +143,25 @@ class DeepLinearSelfAttention(Model):
         n = X.shape[1]
         tokens = torch.cat([X, y[..., None]], -1)                         # (B, n, d+1)
         query = torch.cat([x_q, torch.zeros_like(x_q[:, :1])], -1)        # (B, d+1)
-        for W_PV, W_KQ in zip(*self.weights(), strict=True):
+        self._record_stream("resid.0", tokens, query)
+        for layer, (W_PV, W_KQ) in enumerate(zip(*self.weights(), strict=True), 1):
             Z = tokens.transpose(1, 2) @ tokens                           # (B, d+1, d+1)
             update = W_PV @ Z @ W_KQ / n                                  # (B, d+1, d+1)
-            tokens = tokens + tokens @ update.transpose(1, 2)
-            query = query + (update @ query[..., None]).squeeze(-1)
+            token_update = tokens @ update.transpose(1, 2)
+            query_update = (update @ query[..., None]).squeeze(-1)
+            self._record_stream(f"attn.{layer}", token_update, query_update)
+            tokens = tokens + token_update
+            query = query + query_update
+            self._record_stream(f"resid.{layer}", tokens, query)
         return -query[:, self.d]
+
+    def hook_depth(self) -> int:
+        return self.layers
+
+    def _record_stream(self, name: str, tokens: torch.Tensor, query: torch.Tensor) -> None:
+        """Record (tokens, query) as one (B, n+1, d+1) hook tensor while recording."""
+        if self.recording_hooks():
+            self.record(name, torch.cat([tokens, query[:, None]], dim=1))
 
     def forward_z(self, Z: torch.Tensor, x_q: torch.Tensor, n: int) -> torch.Tensor:
         """The same prediction from Z: (B, d+1, d+1) = sum_i e_i e_i^T, x_q: (B, d) and n:

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from iclab.models.base import Model
+from iclab.models.lsa import activations
 from iclab.models.lsa.options import LSAOptions
 from iclab.models.readout import LinearReadout
 from iclab.utils.batches import XYStatistics, ZStatistics
@@ -36,6 +37,7 @@ class MultiHeadLinearAttention(Model):
     has_statistics = True
     statistics_kinds = ("xy", "wishart")
     has_exact_loss = True
+    hook_points = activations.HEADS
 
     def __init__(self, d: int, options: LSAOptions, generator: torch.Generator | None = None,
                  dtype: torch.dtype = torch.float32) -> None:
@@ -89,6 +91,10 @@ class MultiHeadLinearAttention(Model):
     def forward(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
         """X: (B, n, d), y: (B, n), x_q: (B, d) -> yhat: (B,)."""
         xy = torch.bmm(y[:, None, :], X).squeeze(1)            # (B, d)
+        if self.recording_hooks():
+            self.record("resid.0", activations.prompt_stream(X, y, x_q))
+            self.record("attn.1", activations.head_outputs(
+                xy, x_q, self.W, self.K, self.Q, X.shape[1], self.options.normalise))
         return self._predict(xy, x_q, X.shape[1])
 
     def forward_statistics(self, stats: XYStatistics | ZStatistics) -> torch.Tensor:

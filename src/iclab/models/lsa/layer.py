@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from iclab.models.base import Model
+from iclab.models.lsa import activations
 from iclab.models.lsa.deep import DEEP_TRAINING, FULL_DEEP_WARMUP, DeepLinearSelfAttention
 from iclab.models.lsa.hand_gradients import as_autograd_node, without_autograd
 from iclab.models.lsa.heads import MultiHeadLinearAttention
@@ -54,6 +55,7 @@ class LinearSelfAttention(Model):
     has_statistics = True
     statistics_kinds = ("bartlett", "wishart")
     has_exact_loss = True
+    hook_points = activations.ONE_LAYER
 
     W_K: nn.Parameter
     W_Q: nn.Parameter
@@ -179,6 +181,8 @@ class LinearSelfAttention(Model):
             yhat = yhat + self._query_term(u, x_q @ M.T, x_q)
         if self.options.normalise:
             yhat = yhat / n
+        if self.recording_hooks():
+            activations.record_one_layer(self, X, y, x_q)
         return yhat
 
     def readout(self, n: int) -> LinearReadout:

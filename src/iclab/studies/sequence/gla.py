@@ -29,6 +29,7 @@ from torch.nn import functional
 from iclab.studies.sequence.model_base import (
     ProjectedSequenceModel,
     normal_parameters,
+    one_layer_hooks,
     prompt_tokens,
 )
 from iclab.studies.sequence.options import GLAOptions
@@ -42,6 +43,8 @@ class GatedLinearAttention(ProjectedSequenceModel):
     description = ("one layer of gated linear attention, scalar or vector gate (Li et al. "
                    "2025): weighted preconditioned GD")
     options_class = GLAOptions
+    hook_points = one_layer_hooks("the gated state at the query, sum_t omega_t W_k z_t "
+                                  "(h . W_v z_t) (the value read out by h)", "its sum")
 
     @classmethod
     def parameter_count(cls, options: Any, d: int) -> int:
@@ -87,6 +90,11 @@ class GatedLinearAttention(ProjectedSequenceModel):
         scores = (tokens @ self.W_k.T) * query[:, None] * weights           # (B, T, p)
         values = tokens @ (self.W_v.T @ self.head)                          # (B, T)
         yhat: torch.Tensor = (scores.sum(-1) * values).sum(-1)
+        if self.recording_hooks():
+            state = ((tokens @ self.W_k.T) * weights * values[..., None]).sum(1)  # (B, p)
+            self.record("resid.0", tokens)
+            self.record("state.1", state[:, None])
+            self.record("attn.1", (query * state)[:, None])
         return yhat
 
     def position_gammas(self, n: int) -> np.ndarray:

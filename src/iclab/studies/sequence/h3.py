@@ -31,6 +31,7 @@ from iclab.studies.sequence.family import drift_of
 from iclab.studies.sequence.model_base import (
     ProjectedSequenceModel,
     normal_parameters,
+    one_layer_hooks,
     prompt_tokens,
 )
 from iclab.studies.sequence.options import H3Options
@@ -44,6 +45,9 @@ class H3(ProjectedSequenceModel):
     description = ("one H3-like state-space layer (shift, diagonal SSM convolution, "
                    "multiplicative gating; Li, Rawat and Oymak 2024): weighted preconditioned GD")
     options_class = H3Options
+    hook_points = one_layer_hooks("the state-space convolution's output at the query, "
+                                  "sum_t f_(j, T-t) (shifted keys * values)_t per channel",
+                                  "its product with h")
 
     def bounded_by_lsa_optimum(self, task: Any) -> bool:
         """True on i.i.d. isotropic linear Gaussian prompts (``drift_of`` is 1). There the
@@ -101,6 +105,10 @@ class H3(ProjectedSequenceModel):
         pooled = torch.einsum("btj,jt->bj", products, weights)
         query = tokens[:, -1] @ self.W_q.T                                   # (B, p)
         yhat: torch.Tensor = (query * pooled) @ self.head
+        if self.recording_hooks():
+            self.record("resid.0", tokens)
+            self.record("state.1", pooled[:, None])
+            self.record("attn.1", (query * pooled)[:, None])
         return yhat
 
     def position_gammas(self, n: int) -> np.ndarray:

@@ -26,12 +26,14 @@ D = 1, norms' gains 1.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 from torch.nn import functional
 
+from iclab.models.hooks import HookPoint
 from iclab.studies.sequence.model_base import ParameterDraw, SequenceModel, normal_parameters
 from iclab.studies.sequence.options import MambaOptions
 
@@ -82,8 +84,10 @@ class MambaBlock(nn.Module):
         self.D = nn.Parameter(torch.ones(p, **kwargs))
         self.W_out = draw(p, p)
 
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        """h: (B, T, p) -> the mixer's output: (B, T, p)."""
+    def forward(self, h: torch.Tensor,
+                record: Callable[[str, torch.Tensor], None] | None = None) -> torch.Tensor:
+        """h: (B, T, p) -> the mixer's output: (B, T, p); ``record``, if given, receives
+        ("state", the states (B, T, p * N)) and ("mixer", the output)."""
         x = _rms(h, self.norm)
         u, z = x @ self.W_in.T, x @ self.W_z.T
         length, taps = u.shape[1], self.conv.shape[1]
@@ -100,6 +104,9 @@ class MambaBlock(nn.Module):
         states = scan(decay, drive)
         out = (states * C[:, :, None, :]).sum(-1) + self.D * u
         mixed: torch.Tensor = (out * functional.silu(z)) @ self.W_out.T
+        if record is not None:
+            record("state", states.flatten(2))
+            record("mixer", mixed)
         return mixed
 
 
@@ -112,6 +119,14 @@ class Mamba(SequenceModel):
                    "x_t, y_(t-1) tokens, parallel or sequential scan, trained on every prefix")
     options_class = MambaOptions
     has_prefix_predictions = True
+    hook_points = (
+        HookPoint("resid", "(B, n+1, width)", "the residual stream after block l (resid.0: "
+                  "the read-in of e_1..e_n, e_q)", first_layer=0),
+        HookPoint("state", "(B, n+1, width * state)", "block l's selective state s_t at every "
+                  "position, channels by state size flattened"),
+        HookPoint("mixer", "(B, n+1, width)", "block l's mixer output (before the residual "
+                  "sum)"),
+    )
 
     @classmethod
     def token_width(cls, options: Any, d: int) -> int:
@@ -150,14 +165,21 @@ class Mamba(SequenceModel):
     def d(self) -> int:
         return self._d
 
+    def hook_depth(self) -> int:
+        return self.options.layers
+
     def predict_prefixes(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """X: (B, n, d), y: (B, n) -> (B, n): entry i predicts y_i from examples < i and
         x_i."""
         previous = torch.cat([y.new_zeros(y.shape[0], 1), y[:, :-1]], dim=1)
         tokens = torch.cat([X, previous[..., None]], dim=-1)                # (B, n, d+1)
         h = tokens @ self.read_in.T + self.read_in_bias
-        for block in self.blocks:
-            h = h + block(h)
+        self.record("resid.0", h)
+        for layer, block in enumerate(self.blocks, 1):
+            recorder = None if not self.recording_hooks() else (
+                lambda kind, tensor, layer=layer: self.record(f"{kind}.{layer}", tensor))
+            h = h + block(h, recorder)
+            self.record(f"resid.{layer}", h)
         out: torch.Tensor = _rms(h, self.norm) @ self.read_out + self.read_out_bias
         return out
 

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from iclab.models.base import Model
+from iclab.models.hooks import HookPoint
 
 ParameterDraw = Callable[..., nn.Parameter]
 
@@ -35,6 +36,17 @@ def normal_parameters(scale: float, generator: torch.Generator | None, dtype: to
             *shape, generator=generator, dtype=dtype, device=device))
 
     return device, draw
+
+
+def one_layer_hooks(state: str, readout: str) -> tuple[HookPoint, ...]:
+    """The hook points of ``h3`` and ``gla`` (p = ``options.width(d)``); ``state`` says what
+    their state at the query is, ``readout`` how ``attn.1`` gives the prediction."""
+    return (
+        HookPoint("resid.0", "(B, n+1, d+1)", "the tokens z_1..z_n, z_q", per_layer=False),
+        HookPoint("state.1", "(B, 1, p)", state, per_layer=False),
+        HookPoint("attn.1", "(B, 1, p)", f"the per-channel output at the query, W_q z_q * "
+                  f"state.1 ({readout} is the prediction)", per_layer=False),
+    )
 
 
 class SequenceModel(Model):

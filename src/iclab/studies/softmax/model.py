@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from iclab.models.base import Model
+from iclab.models.hooks import HookPoint
 from iclab.utils.errors import ConfigError
 from iclab.utils.fields import setting
 
@@ -89,6 +90,13 @@ class SoftmaxAttention(Model):
     name = "softmax"
     description = "one layer of softmax attention (heads, optional MLP), whole prompts"
     options_class = SoftmaxModelOptions
+    hook_points = (
+        HookPoint("resid.0", "(B, n+1, d+1)", "the tokens e_1..e_n, e_q", per_layer=False),
+        HookPoint("attn.1", "(B, 1, d+1)", "the heads' output at the query, sum_h W_V^h "
+                  "sum_i a^h_i e_i", per_layer=False),
+        HookPoint("resid.1", "(B, 1, d+1)", "the query's stream t after attention (and the "
+                  "MLP); the prediction is its last coordinate", per_layer=False),
+    )
 
     @classmethod
     def check_options(cls, options: Any, d: int) -> None:
@@ -164,11 +172,26 @@ class SoftmaxAttention(Model):
         logits = torch.einsum("bhnk,hkb->bhn", keys, queries) / math.sqrt(self.key_width)
         return torch.softmax(logits, dim=-1)
 
+    def _record_hooks(self, tokens: torch.Tensor, pooled: torch.Tensor,
+                      x_q: torch.Tensor) -> None:
+        """resid.0, attn.1 and resid.1 (``hook_points``)."""
+        query = torch.cat([x_q, x_q.new_zeros(x_q.shape[0], 1)], dim=-1)
+        self.record("resid.0", torch.cat([tokens, query[:, None]], dim=1))
+        attention = torch.einsum("hoc,bhc->bo", self.W_V, pooled)
+        self.record("attn.1", attention[:, None])
+        stream = query + attention
+        if self.mlp is not None:
+            hidden = torch.relu(stream @ self.mlp["W_1"].T + self.mlp["b_1"])
+            stream = stream + hidden @ self.mlp["W_2"].T + self.mlp["b_2"]
+        self.record("resid.1", stream[:, None])
+
     def forward(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
         """X: (B, n, d), y: (B, n), x_q: (B, d) -> yhat: (B,)."""
         weights = self.attention_weights(X, y, x_q)                          # (B, H, n)
         tokens = torch.cat([X, y[..., None]], dim=-1)                       # (B, n, d+1)
         pooled = torch.einsum("bhn,bnc->bhc", weights, tokens)              # (B, H, d+1)
+        if self.recording_hooks():
+            self._record_hooks(tokens, pooled, x_q)
         if self.mlp is None:                                                # only t[d] is read
             yhat: torch.Tensor = torch.einsum("hc,bhc->b", self.W_V[:, self.d], pooled)
             return yhat

@@ -20,6 +20,7 @@ learns to pair each y_i with its x_i), while with 0.1 it has halved by step 500
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -27,6 +28,7 @@ from torch import nn
 from torch.nn import functional
 
 from iclab.models.base import ExportedModel, Model
+from iclab.models.hooks import HookPoint
 from iclab.studies.transformer.export_source import NUMPY_SOURCE, TORCH_SOURCE
 from iclab.studies.transformer.options import TransformerOptions
 from iclab.utils.errors import ConfigError
@@ -50,15 +52,20 @@ class Block(nn.Module):
         self.fc = nn.Linear(width, hidden, **kwargs)
         self.out = nn.Linear(hidden, width, **kwargs)
 
-    def forward(self, h: torch.Tensor, drop: Any) -> torch.Tensor:
-        """h: (B, T, width) -> (B, T, width); ``drop`` applies the residual dropout."""
+    def forward(self, h: torch.Tensor, drop: Any,
+                record: Callable[[torch.Tensor], None] | None = None) -> torch.Tensor:
+        """h: (B, T, width) -> (B, T, width); ``drop`` applies the residual dropout;
+        ``record``, if given, receives the attention output (B, T, width) (a hook point)."""
         batch, length, width = h.shape
         q, k, v = self.qkv(self.ln_1(h)).split(width, dim=-1)
         shape = (batch, length, self.heads, width // self.heads)
         q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))       # (B, H, T, w/H)
         attended = functional.scaled_dot_product_attention(
             q, k, v, is_causal=True)
-        h = h + drop(self.proj(attended.transpose(1, 2).reshape(batch, length, width)))
+        attention = self.proj(attended.transpose(1, 2).reshape(batch, length, width))
+        if record is not None:
+            record(attention)
+        h = h + drop(attention)
         out: torch.Tensor = h + drop(self.out(functional.gelu(self.fc(self.ln_2(h)))))
         return out
 
@@ -74,6 +81,13 @@ class Transformer(Model):
     options_class = TransformerOptions
     has_prefix_predictions = True
     has_export = True
+    hook_points = (
+        HookPoint("resid", "(B, 2n+1, width)", "the residual stream after block l (resid.0: "
+                  "read-in plus positions) at x_1, y_1, ..., x_n, y_n, x_q", first_layer=0,
+                  patchable=True),
+        HookPoint("attn", "(B, 2n+1, width)", "block l's attention output (after its "
+                  "projection, before the residual sum)"),
+    )
 
     @classmethod
     def create(
@@ -160,10 +174,31 @@ class Transformer(Model):
         tokens[:, 0::2] = X
         tokens[:, 1::2, 0] = y
         h = self.read_in(tokens) + self.positions[: 2 * n]
-        for block in self.blocks:
-            h = block(h, self._drop)
+        h = self._hooked("resid.0", h)
+        for layer, block in enumerate(self.blocks, 1):
+            h = block(h, self._drop, self._recorder(f"attn.{layer}"))
+            h = self._hooked(f"resid.{layer}", h)
         out: torch.Tensor = self.read_out(self.ln_f(h[:, 0::2]))[..., 0]   # (B, n)
         return out
+
+    def hook_depth(self) -> int:
+        return self.options.layers
+
+    def _record_tokens(self, name: str, h: torch.Tensor) -> None:
+        """Record ``h`` without its last token (the query's label slot, which no prediction
+        reads), so the query is the last position (``iclab.models.hooks``)."""
+        if self.recording_hooks():
+            self.record(name, h[:, :-1])
+
+    def _hooked(self, name: str, h: torch.Tensor) -> torch.Tensor:
+        """Record hook point ``name`` and apply its patch (both without the last token)."""
+        self._record_tokens(name, h)
+        if self.hook_patches is None:
+            return h
+        return torch.cat([self.patched(name, h[:, :-1]), h[:, -1:]], dim=1)
+
+    def _recorder(self, name: str) -> Callable[[torch.Tensor], None] | None:
+        return (lambda h: self._record_tokens(name, h)) if self.recording_hooks() else None
 
     def predict_prefixes(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """X: (B, n, d), y: (B, n) -> (B, n): entry i predicts y_i from examples < i and x_i

@@ -1,0 +1,1 @@
+"""The probes study (docs/guide/probes.md)."""
