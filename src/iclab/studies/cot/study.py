@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from iclab.cli.theory.modes import TheoryMode
+from iclab.studies.cot.model import LSACoT
+from iclab.studies.cot.outputs import WeightErrorOutput
 from iclab.studies.cot.theory_mode import weights_asked, weights_mode, weights_options
 from iclab.utils.studies import Study
 
@@ -19,6 +21,8 @@ STUDY = Study(
     "cot",
     "in-context weight prediction: exact k-step GD, a one-layer LSA that writes its own "
     "estimates (chain of thought)",
+    models=lambda: (LSACoT,),
+    run_outputs=lambda: (WeightErrorOutput(),),
     theory_modes=lambda: (TheoryMode("weight prediction", weights_options, weights_asked,
                                      weights_mode),),
 )

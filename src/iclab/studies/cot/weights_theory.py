@@ -149,5 +149,5 @@ def steps_optimum(k: int, n: int, d: int, sigma: float) -> StepsOptimum:
     p = [1.0] + [-float(c) for c in r]           # p(s) = 1 - s r(s), ascending powers
     roots = np.polynomial.Polynomial(p).roots()
     real = bool(np.all(np.abs(roots.imag) <= 1e-9 * np.maximum(1.0, np.abs(roots))))
-    etas = tuple(sorted(float(1.0 / root.real) for root in roots)) if real else None
+    etas = tuple(sorted(1.0 / float(root.real) for root in roots)) if real else None
     return StepsOptimum(k=k, eta=eta, error=error, etas=etas, error_per_step=float(best))
