@@ -1,14 +1,18 @@
 """The ``cot`` study: chain of thought and looping (Huang, Wang and Lee, ICLR 2025;
 docs/theory.md section 20). In-context weight prediction, whose target is the task vector w
-itself, with the exact error of k-step GD from Wishart moments (``weights_theory``, ``iclab
-theory --target weights``: ``theory_mode``). Its one declaration, ``STUDY``, is listed under
-the ``iclab.studies`` entry points like a user's installed study."""
+itself, with the exact error of k-step GD from Wishart moments (``weights_theory``; ``iclab
+theory --target weights``: ``theory_mode``); ``lsa-cot``, the one-layer model that writes K
+estimate tokens (``model``), and its weight error beside the exact (``outputs``); the looped
+transformer's parameter counts (``looped``: ``--loops`` is the transformer's own option).
+Its one declaration, ``STUDY``, is listed under the ``iclab.studies`` entry points like a
+user's installed study."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from iclab.cli.theory.modes import TheoryMode
+from iclab.studies.cot.looped import LoopOutput
 from iclab.studies.cot.model import LSACoT
 from iclab.studies.cot.outputs import WeightErrorOutput
 from iclab.studies.cot.theory_mode import weights_asked, weights_mode, weights_options
@@ -22,7 +26,8 @@ STUDY = Study(
     "in-context weight prediction: exact k-step GD, a one-layer LSA that writes its own "
     "estimates (chain of thought)",
     models=lambda: (LSACoT,),
-    run_outputs=lambda: (WeightErrorOutput(),),
+    requires=("transformer",),
+    run_outputs=lambda: (WeightErrorOutput(), LoopOutput()),
     theory_modes=lambda: (TheoryMode("weight prediction", weights_options, weights_asked,
                                      weights_mode),),
 )

@@ -158,8 +158,11 @@ class Transformer(Model):
         tokens[:, 0::2] = X
         tokens[:, 1::2, 0] = y
         h = self.read_in(tokens) + self.positions[: 2 * n]
-        for block in self.blocks:
-            h = block(h, self._drop)
+        injected = h
+        for loop in range(self.options.loops or 1):  # weight-tied passes, input injection
+            h = h + injected if loop else h
+            for block in self.blocks:
+                h = block(h, self._drop)
         out: torch.Tensor = self.read_out(self.ln_f(h[:, 0::2]))[..., 0]   # (B, n)
         return out
 
