@@ -12,7 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from iclab.cli.theory.modes import TheoryMode
-from iclab.studies.cot.looped import LoopOutput
+from iclab.experiments.specs.builtin import reproduce_sections
+from iclab.studies.cot.claims import COT_KINDS
+from iclab.studies.cot.looped import LOOP_KINDS, LoopOutput
 from iclab.studies.cot.model import LSACoT
 from iclab.studies.cot.outputs import WeightErrorOutput
 from iclab.studies.cot.theory_mode import weights_asked, weights_mode, weights_options
@@ -28,6 +30,8 @@ STUDY = Study(
     models=lambda: (LSACoT,),
     requires=("transformer",),
     run_outputs=lambda: (WeightErrorOutput(), LoopOutput()),
+    claim_kinds=lambda: tuple(kind() for kind in (*COT_KINDS, *LOOP_KINDS)),
+    spec_sections=lambda: reproduce_sections(HERE),
     theory_modes=lambda: (TheoryMode("weight prediction", weights_options, weights_asked,
                                      weights_mode),),
 )
