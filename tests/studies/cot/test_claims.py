@@ -15,6 +15,7 @@ from iclab.experiments.registries import Registries
 from iclab.experiments.specs.builtin import builtin_spec, load_spec
 from iclab.experiments.specs.results import RunRecord
 from iclab.experiments.specs.spec import Spec, parse_spec
+from iclab.studies.cot.weights_theory import optimal_constant_step
 from iclab.utils.errors import ConfigError
 
 FRAGMENT = (Path(__file__).resolve().parents[3] / "src" / "iclab" / "studies" / "cot"
@@ -67,9 +68,9 @@ def test_at_gd_fails_with_the_theory_patched(factor: float, fails: list[bool],
     """The exact K-step error 5 % off is 18 se at K = 0 and 13 at K = 2: those sites fail; at
     K = 4 the error is heavy-tailed (se 1.1 %, docs/theory.md section 20.1) and the measured
     0.7018 sits 0.8 % above the exact 0.6962, so 5 % down fails it and 5 % up does not, and
-    10 % off (9 se) either way fails it. (The K = 4 error is 46 % above what steps of their own reach, and 41 % below
-    K = 2's: 10 % is well inside what separates the algorithms.)"""
-    real = cot_claims.optimal_constant_step
+    10 % off (9 se) either way fails it. (The K = 4 error is 46 % above what steps of their
+    own reach, and 41 % below K = 2's: 10 % is well inside what separates the algorithms.)"""
+    real = optimal_constant_step
 
     def patched(k: int, n: int, d: int, sigma: float) -> tuple[float, float]:
         eta, error = real(k, n, d, sigma)
@@ -83,7 +84,7 @@ def test_at_gd_fails_with_the_theory_patched(factor: float, fails: list[bool],
 def test_steps_hold_within_2_percent_and_fail_with_the_step_patched(
         monkeypatch: pytest.MonkeyPatch) -> None:
     assert check("steps", 0.02, MEASURED) == [True, True, True]
-    real = cot_claims.optimal_constant_step
+    real = optimal_constant_step
     monkeypatch.setattr(cot_claims, "optimal_constant_step",
                         lambda k, n, d, s: (1.03 * real(k, n, d, s)[0], real(k, n, d, s)[1]))
     assert check("steps", 0.02, MEASURED) == [False, False, False]

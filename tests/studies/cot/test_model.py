@@ -95,3 +95,18 @@ def test_target_chooses_the_model() -> None:
 def test_bad_options_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert_refused(["train", *argv, "--d", "5", "--n", "10", "--out", "run", "--steps", "2",
                     "--quiet"], capsys)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("steps", "theory"), [(0, 1.875), (4, 0.6962003485279658)])
+def test_the_issue_commands_as_written(steps: int, theory: float, tmp_path: Path) -> None:
+    """``iclab train --target weights --d 5 --n 10 --sigma 0 --seed 0`` (and with
+    ``--cot-steps 4``) at the defaults: within 4 se of the exact error; with CoT below the
+    one-step optimum by more than 4 se."""
+    out = tmp_path / "run"
+    assert main(["train", "--target", "weights", "--d", "5", "--n", "10", "--sigma", "0",
+                 "--seed", "0", *(["--cot-steps", "4"] if steps else []), "--out", str(out),
+                 "--quiet"]) == 0
+    result = json.loads((out / "result.json").read_text())
+    assert abs(result["weight_error"] - theory) < 4 * result["weight_error_stderr"]
+    assert steps == 0 or result["below_one_step_z"] > 4
