@@ -104,3 +104,14 @@ def test_edges_accepted(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["steps"][0]["k"] == 16
     assert_refused(["theory", "--target", "labels", "--d", "5", "--n", "10"], capsys)
     assert_refused(["theory", "--d", "5", "--n", "10", "--steps-k", "2"], capsys)
+
+
+def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["theory", "--target", "weights", "--d", "5", "--n", "10", "--sigma", "0.5",
+                 "--steps-k", "1,2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("weight prediction, d = 5, n = 10, sigma = 0.5")
+    k1 = lines[2].split()
+    # the one-step closed form with noise: eta* = n / (n + d + 1 + sigma^2)
+    assert k1[0] == "1" and float(k1[1]) == pytest.approx(10 / 16.25, abs=1e-6)
+    assert float(k1[2]) == pytest.approx(5 * 6.25 / 16.25, abs=1e-6)
