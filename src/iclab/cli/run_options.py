@@ -86,11 +86,19 @@ def _misplaced(name: str, model_name: str, family: str,
                        f"{model_name!r} with family {family!r}")
 
 
+def _selected(values: dict[str, Any], registries: ConfigRegistries) -> str | None:
+    """The one model an option given without --model chooses (``Model.selected_by``:
+    ``--target`` chooses lsa-cot), or None."""
+    given = {key for key, value in values.items() if value is not None}
+    chosen = [m.name for m in registries.models.models() if given & set(m.selected_by)]
+    return chosen[0] if len(chosen) == 1 else None
+
+
 def config_from_options(values: dict[str, Any], registries: ConfigRegistries) -> TrainConfig:
     """The config of the given option values (None = not given), its scalar values checked
     before any matrix file is read (the family itself is checked, once, by ``run_training``).
     """
-    model_name = values.pop(MODEL_KEY, None) or DEFAULT_MODEL
+    model_name = values.pop(MODEL_KEY, None) or _selected(values, registries) or DEFAULT_MODEL
     given = {key: value for key, value in values.items() if value is not None}
     family = given.get("family", TaskConfig.family)
     visible, _ = run_sections(registries, model_name, family)

@@ -62,6 +62,8 @@ def format_result(result: dict[str, Any], depth: int | None = None) -> str:
             rows.append(("learned layer steps (sorted)",
                          ", ".join(f"{eta:.5f}" for eta in result["layer_steps"])))
     rows += _pool_rows(result)
+    for key in sorted(key for key in result if key.endswith("_rows")):  # a run output's rows
+        rows += [(str(label), str(text)) for label, text in result[key]]
     rows += [
         ("test loss", f"{result['test_loss']:.5f} ± {result['test_loss_stderr']:.5f}"),
         ("optimal loss L*", f"{result['loss_star']:.5f}"),

@@ -25,6 +25,9 @@ columns), and declares what else it can do, like ``torch.distributions`` declare
   the n predictions of y_i from the examples before i and x_i, in one pass (the
   ``transformer``); training then averages the loss over every prefix, and ``iclab train``
   writes the prefix curves (``iclab.studies.transformer.prefix_curves``);
+- ``has_prompt_loss``: ``prompt_loss(prompts)`` is the model's own training loss on a batch
+  of whole prompts, used instead of the mean of (yhat - y_q)^2 (the ``cot`` study's
+  ``lsa-cot``, trained on the estimates it writes, teacher-forced);
 
 - ``has_export``: ``exported()`` gives the model as plain PyTorch and NumPy sources, its
   constructor arguments and its float64 state dict (``ExportedModel``), which ``iclab export``
@@ -99,6 +102,10 @@ class Model(nn.Module):
     """Set by ``iclab.models.hooks.recording`` while a forward is cached; None otherwise."""
     hook_patches: dict[str, Callable[[torch.Tensor], torch.Tensor]] | None = None
     """Set by ``iclab.models.hooks.patching``: replacements of patchable hook points."""
+    has_prompt_loss: ClassVar[bool] = False
+    selected_by: ClassVar[tuple[str, ...]] = ()
+    """Options of this model that choose it when a command names no model (``lsa-cot``'s
+    ``target``: ``iclab train --target weights``); empty by default."""
 
     @classmethod
     def create(
@@ -165,6 +172,11 @@ class Model(nn.Module):
         """X: (B, n, d), y: (B, n) -> (B, n): entry i predicts y_i from the examples before
         i and x_i (``has_prefix_predictions`` models)."""
         raise NotImplementedError(f"model {self.name} has no prefix predictions")
+
+    def prompt_loss(self, prompts: Any) -> torch.Tensor:
+        """The training loss on a batch of whole prompts (``iclab.utils.batches.Prompts``), a
+        scalar (``has_prompt_loss`` models)."""
+        raise NotImplementedError(f"model {self.name} has no loss of its own")
 
     def attends_query(self) -> bool:
         """Whether the query token attends to itself, adding to the read-out's prediction the

@@ -35,4 +35,5 @@ class RunOutput(ABC):
     def write(self, model: Model, task: TaskFamily, config: TrainConfig,
               path: Path) -> dict[str, Any]:
         """Write the output's files into the run folder ``path`` (atomically) and return
-        the keys it adds to result.json."""
+        the keys it adds to result.json; a key ending in ``_rows``, a list of (label, text)
+        pairs, is also shown by ``iclab train`` above the test loss."""

@@ -3,7 +3,8 @@
 Which path a step takes is asked of the family and the model, never assumed: sufficient
 statistics (``family.statistics`` and ``model.has_statistics``), whole prompts (every model;
 a model with ``has_prefix_predictions`` is scored on the mean over every prefix of the
-prompt with its query, k = 0..n examples before the prediction),
+prompt with its query, k = 0..n examples before the prediction, and one with
+``has_prompt_loss`` on its own ``prompt_loss``),
 or the exact population loss (``family.gaussian`` and ``model.has_exact_loss``).
 
 An objective returns either a differentiable loss, which the step backpropagates, or, where
@@ -85,6 +86,8 @@ def make_objective(
                 prompts = curriculum_prompts(task, *curriculum.at(step), batch, generator)
             else:
                 prompts = task.sample_prompts(batch, generator)
+            if model.has_prompt_loss:  # the model's own loss (lsa-cot's chain of thought)
+                return model.prompt_loss(prompts)
             if model.has_prefix_predictions:  # every prefix: y_i from examples < i and x_i
                 X = torch.cat([prompts.X, prompts.x_q[:, None]], dim=1)     # (B, n+1, d)
                 y = torch.cat([prompts.y, prompts.y_q[:, None]], dim=1)     # (B, n+1)

@@ -175,14 +175,19 @@ class Transformer(Model):
         tokens[:, 1::2, 0] = y
         h = self.read_in(tokens) + self.positions[: 2 * n]
         h = self._hooked("resid.0", h)
-        for layer, block in enumerate(self.blocks, 1):
-            h = block(h, self._drop, self._recorder(f"attn.{layer}"))
-            h = self._hooked(f"resid.{layer}", h)
+        injected, layer = h, 0
+        for loop in range(self.options.loops or 1):  # weight-tied passes, input injection
+            h = h + injected if loop else h
+            for block in self.blocks:  # hook layer l counts every block applied, all loops
+                layer += 1
+                h = block(h, self._drop, self._recorder(f"attn.{layer}"))
+                h = self._hooked(f"resid.{layer}", h)
         out: torch.Tensor = self.read_out(self.ln_f(h[:, 0::2]))[..., 0]   # (B, n)
         return out
 
     def hook_depth(self) -> int:
-        return self.options.layers
+        """Blocks applied: layers x loops (a looped model's passes are layers of their own)."""
+        return self.options.layers * (self.options.loops or 1)
 
     def _record_tokens(self, name: str, h: torch.Tensor) -> None:
         """Record ``h`` without its last token (the query's label slot, which no prediction

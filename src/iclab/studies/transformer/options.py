@@ -32,6 +32,10 @@ class TransformerOptions:
                                 "0.02, which at this scale sits on the loss plateau for "
                                 "thousands of steps).", minimum=0, maximum=10.0, strict=True)
     bfloat16: bool = setting(False, "bfloat16 autocast on cuda (ignored on the CPU).")
+    loops: int | None = setting(None, "Loop the blocks: the same `layers` blocks applied "
+                                "LOOPS times, the prompt's embedding added before every pass "
+                                "after the first (Yang et al. 2024) [default: no loop].",
+                                minimum=1, maximum=64, omit_default=True)
 
     def check(self, d: int) -> None:
         """ConfigError (one line) unless these options build a model for dimension d."""

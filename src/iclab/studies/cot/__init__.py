@@ -1,0 +1,1 @@
+"""The cot study: chain of thought, in-context weight prediction and looping (study.py)."""
