@@ -7,7 +7,7 @@ the first block, ``resid.l`` after block l, ``attn.l`` the attention output of b
 layers run from ``first_layer`` to the model's ``hook_depth()``.
 
 Every hook tensor is (B, T, F): B prompts, T positions, F features. Position T-1 is always
-the prediction position of ``forward`` (the query); where T >= 2, position T-2 is the last
+the prediction position of ``forward`` (the query; but see ``HookPoint.query_last``); where T >= 2, position T-2 is the last
 context token (e_n for models on [x_i; y_i] tokens, y_n for the transformer, whose tokens
 alternate x_i, y_i). A hook point the model computes at the query only has T = 1.
 
@@ -43,6 +43,11 @@ class HookPoint:
     first_layer: int = 1
     patchable: bool = False
     """Whether the forward lets ``patching`` replace this hook point's tensor."""
+    query_last: bool = True
+    """Whether position T-1 is the query's (the rule above). False for a hook point that holds
+    only what the model computes before it reads the query (``lsa-cot``'s estimates w_1..w_K:
+    its T-1 is the answer w_K, which x_q then reads); such a tensor does not change with
+    x_q."""
 
     def names(self, depth: int) -> tuple[str, ...]:
         """The concrete names of this hook point in a model of ``depth`` layers."""

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from iclab.models.base import Model
+from iclab.models.hooks import HookPoint
 from iclab.studies.cot.weights_theory import MAX_STEPS, optimal_constant_step
 from iclab.utils.batches import Prompts
 from iclab.utils.fields import setting
@@ -58,6 +59,11 @@ class LSACoT(Model):
                    "estimates (chain of thought, --cot-steps K)")
     options_class = CoTOptions
     has_prompt_loss = True
+    hook_points = (
+        HookPoint("estimates", "(B, max(K, 1), d)", "the estimates w_1..w_K the layer writes, "
+                  "the answer w_K last (the prediction is w_K . x_q)", per_layer=False,
+                  query_last=False),
+    )
     selected_by: ClassVar[tuple[str, ...]] = ("target",)
 
     def __init__(self, d: int, options: CoTOptions, pv: torch.Tensor, kq: torch.Tensor) -> None:
@@ -117,7 +123,9 @@ class LSACoT(Model):
         return torch.stack(written, dim=1)
 
     def forward(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
-        return (self.estimates(X, y)[:, -1] * x_q).sum(-1)
+        written = self.estimates(X, y)
+        self.record("estimates", written)
+        return (written[:, -1] * x_q).sum(-1)
 
     # --- training ------------------------------------------------------------------------------
 
