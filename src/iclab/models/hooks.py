@@ -6,10 +6,11 @@ point that exists once per layer is named ``<name>.<layer>`` (``resid.0`` the st
 the first block, ``resid.l`` after block l, ``attn.l`` the attention output of block l); its
 layers run from ``first_layer`` to the model's ``hook_depth()``.
 
-Every hook tensor is (B, T, F): B prompts, T positions, F features. Position T-1 is always
-the prediction position of ``forward`` (the query; but see ``HookPoint.query_last``); where T >= 2, position T-2 is the last
-context token (e_n for models on [x_i; y_i] tokens, y_n for the transformer, whose tokens
-alternate x_i, y_i). A hook point the model computes at the query only has T = 1.
+Every hook tensor is (B, T, F): B prompts, T positions, F features. Position T-1 is the
+prediction position of ``forward`` (the query, except in a hook point declared with
+``query_last`` False); where T >= 2, position T-2 is the last context token (e_n for models on
+[x_i; y_i] tokens, y_n for the transformer, whose tokens alternate x_i, y_i). A hook point the
+model computes at the query only has T = 1.
 
 The model's forward records each hook point by calling ``self.record(name, tensor)``, a
 no-op unless ``recording(model)`` is active, so the recorded tensors are the ones the forward
