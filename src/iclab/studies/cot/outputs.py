@@ -68,18 +68,20 @@ def weight_summary(model: LSACoT, d: int, n: int, sigma: float, prompts: int,
     _, one_step = optimal_constant_step(1, n, d, sigma)
     z = (mean - theory) / se if se > 0 else 0.0
     learned = model.learned_steps()
+    verdict = f"at {steps}-step GD" if abs(z) <= VERDICT_Z else f"off {steps}-step GD"
     rows = [["weight error E||w_K - w||^2", f"{mean:.5f} ± {se:.5f} (K = {model.steps})"],
             [f"exact {steps}-step GD at eta* = {eta:.5f}", f"{theory:.5f} ({z:+.1f} se)"],
             ["exact one-step GD optimum", f"{one_step:.5f}"],
-            ["learned step eta_w, eta_b", f"{learned['eta_w']:.5f}, {learned['eta_b']:.5f}"]]
+            ["learned step eta_w, eta_b", f"{learned['eta_w']:.5f}, {learned['eta_b']:.5f}"],
+            ["weight verdict", f"{verdict} (|z| <= {VERDICT_Z:g}; the verdict below is the "
+                               f"label loss's, against the one-layer LSA)"]]
     return {"weight_rows": rows, "cot_steps": model.steps, "weight_error": mean,
             "weight_error_stderr": se,
             "weight_error_theory": theory, "weight_error_z": z,
             "weight_error_one_step": one_step,
             "below_one_step_z": (one_step - mean) / se if se > 0 else 0.0,
             "eta_theory": eta, **learned,
-            "weight_verdict": f"at {steps}-step GD" if abs(z) <= VERDICT_Z
-            else f"off {steps}-step GD"}
+            "weight_verdict": verdict}
 
 
 class WeightErrorOutput(RunOutput):
