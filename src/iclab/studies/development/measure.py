@@ -14,8 +14,11 @@ training law, ``development-pool``) and one from the task prior (fresh tasks,
 At each checkpoint: the model's test loss on either set (``test_loss_pool``,
 ``test_loss_fresh``), its mean squared distance from each predictor on the pool set
 (``dist_NAME``) and on the fresh set (``dist_NAME_fresh``), each mean over prompts with its
-standard error (``_stderr``), and the best mixture weight ``mix_dmmse`` in [0, 1]: the
-alpha minimising the mean of (f - alpha dmmse - (1 - alpha) ridge)^2 on the pool set.
+standard error (``_stderr``), the paired difference ``ridge_minus_dmmse`` = dist_ridge -
+dist_dmmse with the standard error of the per-prompt differences (the prompts are shared, so
+it is smaller than the two errors combined), and the best mixture weight ``mix_dmmse`` in
+[0, 1]: the alpha minimising the mean of (f - alpha dmmse - (1 - alpha) ridge)^2 on the pool
+set.
 """
 
 from __future__ import annotations
@@ -120,6 +123,9 @@ def measure(model: Callable[..., torch.Tensor], refs: dict[str, Reference]) -> d
             dist, dist_se = mean_and_stderr((f - ref.predictions[key]).square())
             row[f"dist_{key}{suffix}"], row[f"dist_{key}{suffix}_stderr"] = dist, dist_se
     pool = refs["pool"].predictions
+    f = predicted["pool"]
+    gap = (f - pool["ridge"]).square() - (f - pool["dmmse"]).square()
+    row["ridge_minus_dmmse"], row["ridge_minus_dmmse_stderr"] = mean_and_stderr(gap)
     row["mix_dmmse"] = best_mixture(predicted["pool"], pool["dmmse"], pool["ridge"])
     return row
 

@@ -80,16 +80,18 @@ def _bytes_writer(body: bytes) -> Callable[[Path], None]:
     return write
 
 
-def write_development(run_dir: Path, data: dict[str, Any]) -> None:
-    """Write the three files in ``run_dir``, all or none (module doc)."""
+def write_development(run_dir: Path, data: dict[str, Any], figure: bool = True) -> None:
+    """Write the three files in ``run_dir`` (without the figure unless ``figure``), all or
+    none (module doc)."""
     try:
         text = json.dumps(data, indent=2, allow_nan=False) + "\n"
     except ValueError:
         raise NotFiniteError(f"{run_dir / JSON_NAME}: a number to be written is not finite "
                              f"(NaN or infinity), so nothing is written") from None
-    png = png_bytes(data)
-    contents: list[tuple[str, str | bytes]] = [(CSV_NAME, csv_text(data["checkpoints"])),
-                                               (PNG_NAME, png), (JSON_NAME, text)]
+    contents: list[tuple[str, str | bytes]] = [(CSV_NAME, csv_text(data["checkpoints"]))]
+    if figure:
+        contents.append((PNG_NAME, png_bytes(data)))
+    contents.append((JSON_NAME, text))
     created: list[Path] = []
     try:
         for name, content in contents:

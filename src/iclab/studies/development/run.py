@@ -67,8 +67,10 @@ MAX_PROMPTS = 1_000_000
 
 
 def run_development(run_dir: Path, registries: Any, prompts: int = DEFAULT_PROMPTS,
-                    llc: ChainSettings | None = None, progress: bool = True) -> dict[str, Any]:
-    """Measure every checkpoint of ``run_dir`` and write development.json, .csv, .png."""
+                    llc: ChainSettings | None = None, progress: bool = True,
+                    figure: bool = True) -> dict[str, Any]:
+    """Measure every checkpoint of ``run_dir`` and write development.json, .csv and (with
+    ``figure``) .png."""
     run_dir = Path(run_dir)
     if isinstance(prompts, bool) or not isinstance(prompts, int) \
             or not 2 <= prompts <= MAX_PROMPTS:
@@ -104,7 +106,7 @@ def run_development(run_dir: Path, registries: Any, prompts: int = DEFAULT_PROMP
         "llc_settings": None if llc is None else llc.as_dict(),
         "checkpoints": rows,
     }
-    write_development(run_dir, data)
+    write_development(run_dir, data, figure)
     return data
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from iclab.experiments.specs.builtin import reproduce_sections
+from iclab.studies.development.claims import DevelopmentClaim
 from iclab.studies.development.run import make_development_command
 from iclab.utils.studies import Study
 
@@ -27,5 +29,7 @@ STUDY = Study(
     "a model's checkpoints through training against every exact predictor of its task pool "
     "(dMMSE, ridge, least squares, optimal GD), and their local learning coefficient",
     requires=("pool",),
+    claim_kinds=lambda: (DevelopmentClaim(),),
     commands=lambda: (_command,),
+    spec_sections=lambda: reproduce_sections(HERE),
 )
