@@ -5,9 +5,10 @@ dMMSE, above it like ridge; Carroll, Hoogland, Farrugia-Roberts and Murfet 2025,
 2501.17745, the same at small scale).
 
 The measurement (``DevelopmentMeasurement``) is ``iclab development`` on each run of the
-claim's group: development.json and .csv in the run folder (not the figure, which would
-double the driver's time; ``iclab development RUN_DIR`` draws it). The value, per site, is the final
-checkpoint's paired difference dist_ridge - dist_dmmse on the pool prompts divided by its
+claim's group, at its final checkpoint only: development.json and .csv in the run folder (the
+claims read the final checkpoint; every checkpoint and the figure would take the driver
+several times as long: ``iclab development RUN_DIR`` measures and draws them). The value, per
+site, is the final checkpoint's paired difference dist_ridge - dist_dmmse on the pool prompts divided by its
 standard error (the mean over seeds of the differences, its error the seeds' errors combined).
 Options (``claim``):
 
@@ -51,7 +52,7 @@ class DevelopmentMeasurement:
         from iclab.studies.development.run import run_development
 
         run_development(run_folder, Registries(), self.prompts, None, progress=False,
-                        figure=False)
+                        figure=False, final_only=True)
 
 
 def final_gap(spec: ClaimSpec, site: Site, context: ClaimContext) -> tuple[float, float]:

@@ -68,9 +68,9 @@ MAX_PROMPTS = 1_000_000
 
 def run_development(run_dir: Path, registries: Any, prompts: int = DEFAULT_PROMPTS,
                     llc: ChainSettings | None = None, progress: bool = True,
-                    figure: bool = True) -> dict[str, Any]:
-    """Measure every checkpoint of ``run_dir`` and write development.json, .csv and (with
-    ``figure``) .png."""
+                    figure: bool = True, final_only: bool = False) -> dict[str, Any]:
+    """Measure every checkpoint of ``run_dir`` (the last only with ``final_only``) and write
+    development.json, .csv and (with ``figure``) .png."""
     run_dir = Path(run_dir)
     if isinstance(prompts, bool) or not isinstance(prompts, int) \
             or not 2 <= prompts <= MAX_PROMPTS:
@@ -80,6 +80,7 @@ def run_development(run_dir: Path, registries: Any, prompts: int = DEFAULT_PROMP
         llc.check()
     config, task = read_run(run_dir, registries)
     states = checked_states(run_dir, config)
+    states = states[-1:] if final_only else states
     seed = config.run.seed
     with intra_op_threads(1):
         layers = gd_layers(config.model)
