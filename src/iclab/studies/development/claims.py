@@ -8,8 +8,9 @@ The measurement (``DevelopmentMeasurement``) is ``iclab development`` on each ru
 claim's group, at its final checkpoint only: development.json and .csv in the run folder (the
 claims read the final checkpoint; every checkpoint and the figure would take the driver
 several times as long: ``iclab development RUN_DIR`` measures and draws them). The value, per
-site, is the final checkpoint's paired difference dist_ridge - dist_dmmse on the pool prompts divided by its
-standard error (the mean over seeds of the differences, its error the seeds' errors combined).
+site, is the final checkpoint's paired difference dist_ridge - dist_dmmse on the pool prompts
+divided by its standard error (the mean over seeds of the differences, its error the seeds'
+errors combined).
 Options (``claim``):
 
 - ``closer-to-dmmse``: holds when value >= tolerance (closer to dMMSE by at least
