@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from typing import Any
 
 import torch
@@ -33,6 +33,7 @@ import torch
 from iclab.algorithms.baselines import BayesPosteriorMean, KStepGD, LeastSquares
 from iclab.studies.pool.dmmse import PoolPosteriorMean
 from iclab.utils.batches import Prompts
+from iclab.utils.fields import field_infos
 from iclab.utils.seeding import make_generator
 
 PREDICTORS = ("dmmse", "ridge", "ls", "gd1", "gdL")
@@ -59,8 +60,10 @@ class Reference:
 
 
 def gd_layers(model_options: Any) -> int:
-    """L of the L-step GD compared with: the model's ``layers`` option, within [2, 8]."""
-    layers = getattr(model_options, "layers", None)
+    """L of the L-step GD compared with: the model's declared ``layers`` option (2 for a
+    model without one), within [2, 8]."""
+    declared = field_infos(type(model_options)) if is_dataclass(model_options) else {}
+    layers = getattr(model_options, "layers") if "layers" in declared else None  # noqa: B009
     layers = layers if isinstance(layers, int) else MIN_LAYERS_GD
     return min(max(layers, MIN_LAYERS_GD), MAX_LAYERS_GD)
 
