@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 
 from iclab.cli.main import main
 from iclab.config.schedule import checkpoint_steps
+from iclab.config.train import TrainConfig
 from iclab.training.adam import Adam
 from iclab.training.sgd import SGD
 from iclab.training.snapshots import read_snapshot, snapshot_path, snapshot_steps
@@ -119,3 +120,18 @@ def test_sgd_weight_decay_is_the_l2_penalty_without_momentum() -> None:
                 param.sub_(0.05 * (param.grad + 0.4 * param))
     assert all(torch.allclose(a, b, rtol=0, atol=1e-6) for a, b in
                zip(ours, penalised, strict=True))
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_the_run_hands_its_weight_decay_to_the_optimiser(optimizer: str) -> None:
+    from iclab.training.loop import build_model
+
+    config = TrainConfig.flat(d=2, n=5, weight_decay=0.25, optimizer=optimizer)
+    _, made = build_model(config, config.make_task(), torch.device("cpu"))
+    assert made.param_groups[0]["weight_decay"] == 0.25
+
+
+def test_weight_decay_does_not_apply_to_exact_training() -> None:
+    with pytest.raises(ConfigError, match="weight_decay does not apply to exact"):
+        TrainConfig.flat(d=2, n=5, exact=True, weight_decay=0.1).validate()
+    TrainConfig.flat(d=2, n=5, exact=True, weight_decay=0.0).validate()
