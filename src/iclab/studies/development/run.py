@@ -24,6 +24,9 @@ from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
 from iclab.utils.threads import intra_op_threads
 
+DEFAULT_PROMPTS = 4000
+MAX_PROMPTS = 1_000_000
+
 
 def read_run(run_dir: Path, registries: Any) -> tuple[TrainConfig, Any]:
     """The run's checked config and its family, which must be a task pool."""
@@ -61,9 +64,6 @@ def model_of(config: TrainConfig, state: dict[str, torch.Tensor], where: str) ->
         raise ConfigError(f"{where}: cannot load the model ({first})") from None
     model.eval()
     return model
-
-DEFAULT_PROMPTS = 4000
-MAX_PROMPTS = 1_000_000
 
 
 def run_development(run_dir: Path, registries: Any, prompts: int = DEFAULT_PROMPTS,
@@ -105,6 +105,7 @@ def run_development(run_dir: Path, registries: Any, prompts: int = DEFAULT_PROMP
         "distances_on": "dist_NAME: the pool prompts (the training law); dist_NAME_fresh: "
                         "prompts with fresh tasks from the prior",
         "llc_settings": None if llc is None else llc.as_dict(),
+        "measured": "the final checkpoint" if final_only else "every checkpoint",
         "checkpoints": rows,
     }
     write_development(run_dir, data, figure)
