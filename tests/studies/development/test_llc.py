@@ -46,3 +46,17 @@ def test_settings_out_of_range_are_refused(change: dict[str, float], word: str) 
         ChainSettings(**change).check()  # type: ignore[arg-type]
     edge = {"chains": 2, "step": 1e-12, "localisation": 0.0}[word]
     ChainSettings(**{word: edge}).check()  # type: ignore[arg-type]
+
+
+def test_a_degenerate_minimum_has_half_of_one_not_half_of_two() -> None:
+    """f(x) = a b x at a b = c != 0: the minimum is a curve, the loss (a b - c)^2 E[x^2] is
+    quadratic in one direction and flat along the curve, so the LLC is 1/2, not p/2 = 1."""
+    generator = torch.Generator().manual_seed(3)
+    n = ChainSettings().samples
+    x = torch.randn(n, generator=generator, dtype=torch.float64)
+    y = x + 0.5 * torch.randn(n, generator=generator, dtype=torch.float64)
+    root = float((x @ y) / (x @ x)) ** 0.5                      # a = b = sqrt(c_hat)
+    a, b = (torch.nn.Parameter(torch.tensor(root, dtype=torch.float64)) for _ in range(2))
+    out = estimate_llc([a, b], lambda: (y - a * b * x).square().mean(), ChainSettings(), 0)
+    assert abs(out["llc"] - 0.5) <= 3 * out["llc_stderr"], out
+    assert abs(out["llc"] - 1.0) > 5 * out["llc_stderr"], out
