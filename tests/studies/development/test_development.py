@@ -158,3 +158,11 @@ def test_llc_per_checkpoint_with_its_chain_settings_recorded(run: Path, tmp_path
     assert all(np.isfinite(row["llc"]) and row["llc_stderr"] >= 0
                for row in data["checkpoints"])
     assert "llc" in (copy / "development.csv").read_text().splitlines()[0]
+
+
+def test_an_llc_setting_without_llc_is_refused(run: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    err = refused(["development", str(copy), "--llc-chains", "4"], tmp_path, capsys)
+    assert "--llc-chains applies with --llc only" in err

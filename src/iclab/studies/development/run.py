@@ -128,8 +128,13 @@ def format_summary(data: dict[str, Any]) -> str:
     lines.append(f"wrote development.json, development.csv, development.png in {data['run']}")
     return "\n".join(lines)
 
-LLC_OPTIONS = {"samples": int, "chains": int, "burn_in": int, "draws": int, "step": float,
-               "localisation": float}
+LLC_OPTIONS = {"samples": (int, "n: prompts of the pool the loss L_n is a mean over "
+                                 "(beta = 1 / log n)"),
+               "chains": (int, "independent SGLD chains from each checkpoint"),
+               "burn_in": (int, "SGLD steps of each chain before its losses count"),
+               "draws": (int, "recorded SGLD steps of each chain"),
+               "step": (float, "SGLD's step epsilon"),
+               "localisation": (float, "gamma, SGLD's pull towards the checkpoint")}
 
 
 def make_development_command(registries: Any) -> click.Command:
@@ -142,8 +147,13 @@ def make_development_command(registries: Any) -> click.Command:
         GD) on fixed seeded prompts from the pool and from the prior; with --llc also its
         local learning coefficient by SGLD. Writes development.json, development.csv and
         development.png in RUN_DIR."""
-        settings = ChainSettings(**{name: chain[f"llc_{name}"] for name in LLC_OPTIONS}) \
-            if llc else None
+        given = {name: chain[f"llc_{name}"] for name in LLC_OPTIONS
+                 if chain[f"llc_{name}"] is not None}
+        if given and not llc:
+            name = next(iter(given))
+            raise ConfigError(f"--llc-{name.replace('_', '-')} applies with --llc only; add "
+                              f"--llc or leave it out")
+        settings = ChainSettings(**given) if llc else None
         data = run_development(Path(run_dir), registries, prompts, settings,
                                progress=not quiet)
         click.echo(json.dumps(data, allow_nan=False) if as_json else format_summary(data))
@@ -157,13 +167,13 @@ def make_development_command(registries: Any) -> click.Command:
         click.option("--llc", is_flag=True, help="Also estimate each checkpoint's local "
                      "learning coefficient by SGLD (Lau et al. 2023)."),
         *(click.option(f"--llc-{name.replace('_', '-')}", f"llc_{name}", type=kind,
-                       default=getattr(defaults, name), show_default=True,
-                       help=f"SGLD's {name.replace('_', ' ')} (with --llc).")
-          for name, kind in LLC_OPTIONS.items()),
+                       default=None,
+                       help=f"With --llc: {text} [default: {getattr(defaults, name)}].")
+          for name, (kind, text) in LLC_OPTIONS.items()),
         click.option("--json", "as_json", is_flag=True,
                      help="Print development.json's content."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
     ]
-    for option in reversed(options):
+    for option in options:
         command = option(command)
     return command
