@@ -50,6 +50,10 @@ def check_config(config: TrainConfig, families: FamilyRegistry) -> TaskFamily:
     if config.optim.exact:
         _check_exact(config, task, model_class)
     _check_curriculum(config, task)
+    if config.run.checkpoints is not None and config.run.checkpoints > config.optim.steps:
+        raise ConfigError(f"checkpoints must be at most steps ({config.optim.steps}): K "
+                          f"checkpoints are K distinct steps of the run, got "
+                          f"{config.run.checkpoints}")
     if config.optim.momentum and config.optim.optimizer != "sgd":
         raise ConfigError(f"momentum applies to --optimizer sgd only; got optimizer "
                           f"{config.optim.optimizer!r} with momentum {config.optim.momentum:g}")
@@ -123,7 +127,8 @@ def _check_exact(config: TrainConfig, task: TaskFamily, model_class: type[Model]
             f"independent covariates, anisotropic) and a model with an exact loss; got "
             f"family {config.task.family!r}{_law_note(config)}, model {config.model_name!r}")
     defaults = OptimConfig()
-    for name in ("batch", "lr", "lr_schedule", "warmup", "sampler", "optimizer", "momentum"):
+    for name in ("batch", "lr", "lr_schedule", "warmup", "sampler", "optimizer", "momentum",
+                 "weight_decay"):
         default = getattr(defaults, name)
         if getattr(config.optim, name) != default:
             raise ConfigError(

@@ -49,3 +49,17 @@ def elapsed_times(optim: OptimConfig, at: Sequence[int]) -> list[float]:
             done += 1
         times.append(total)
     return times
+
+
+def checkpoint_steps(steps: int, checkpoints: int | None) -> tuple[int, ...]:
+    """The steps after which ``iclab train --checkpoints K`` keeps the model: K distinct steps
+    on a log scale, 0 (the initial model) and round(T^(i/K)) for i = 1..K-1, each raised to
+    one past the one before where rounding makes two equal (and kept below T), then T itself
+    (the last); () without checkpoints. Needs 1 <= K <= T (``config.checks``)."""
+    if checkpoints is None:
+        return ()
+    kept = [0]
+    for i in range(1, checkpoints):
+        target = max(kept[-1] + 1, round(steps ** (i / checkpoints)))
+        kept.append(min(target, steps - (checkpoints - i)))
+    return (*kept, steps)

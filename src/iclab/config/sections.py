@@ -63,6 +63,10 @@ class OptimConfig:
                              choices=OPTIMIZERS, omit_default=True)
     momentum: float = setting(0.0, "SGD's heavy-ball momentum in [0, 1) (sgd only).",
                               minimum=0, maximum=0.999, omit_default=True)
+    weight_decay: float = setting(0.0, "Decoupled weight decay lambda: theta <- theta (1 - lr "
+                                  "lambda) before each step (AdamW with adam; with sgd and no "
+                                  "momentum the same as an L2 penalty lambda |theta|^2 / 2).",
+                                  minimum=0, maximum=1e6, omit_default=True)
     clip_grad: float | None = setting(None, "Clip the gradient's norm to this before each "
                                       "Adam step [default: no clipping; 1 for deep lsa].",
                                       minimum=0, strict=True, maximum=1e12,
@@ -97,6 +101,10 @@ class RunConfig:
                           "cpu).", choices=DEVICES)
     checkpoint_every: int = setting(500, "Steps between checkpoints.", minimum=1,
                                     maximum=100_000_000)
+    checkpoints: int | None = setting(
+        None, "Keep K model checkpoints on a log scale of steps (step 0, then round(T^(i/K)) "
+        "for i = 1..K-1), plus the last, in checkpoints/ (iclab development reads them) "
+        "[default: none].", minimum=1, maximum=100_000, omit_default=True)
     log_every: int = setting(50, "Steps between metrics lines.", minimum=1,
                              maximum=100_000_000)
     eval_prompts: int = setting(100_000, "Fresh prompts for the test loss.", minimum=2,

@@ -21,18 +21,22 @@ EPS = 1e-8
 
 
 class Adam(OneGroupOptimiser):
-    """Adam (no weight decay, no amsgrad) over one group of parameters.
+    """Adam (no amsgrad) over one group of parameters; with ``weight_decay`` lambda > 0 it
+    is AdamW (decoupled decay, Loshchilov and Hutter 2019: theta <- theta (1 - lr lambda)
+    before the Adam update; ``torch.optim.AdamW(fused=True)``'s kernel).
 
     ``param_groups[0]["lr"]`` may be changed between steps (the learning-rate schedule).
     """
 
     name = "Adam"
 
-    def __init__(self, params: Iterable[torch.nn.Parameter], lr: float) -> None:
+    def __init__(self, params: Iterable[torch.nn.Parameter], lr: float,
+                 weight_decay: float = 0.0) -> None:
         super().__init__(params, {
-            "lr": lr, "betas": BETAS, "eps": EPS, "weight_decay": 0, "amsgrad": False,
-            "maximize": False, "foreach": None, "capturable": False, "differentiable": False,
-            "fused": True, "decoupled_weight_decay": False,
+            "lr": lr, "betas": BETAS, "eps": EPS, "weight_decay": weight_decay,
+            "amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
+            "differentiable": False, "fused": True,
+            "decoupled_weight_decay": bool(weight_decay),
         })
 
     @torch.no_grad()
@@ -60,9 +64,11 @@ class Adam(OneGroupOptimiser):
             return
         beta1, beta2 = group["betas"]
         torch._foreach_add_(steps, 1)
-        torch._fused_adam_(
+        decay = float(group.get("weight_decay", 0.0))
+        kernel = torch._fused_adamw_ if decay else torch._fused_adam_
+        kernel(
             params, grads, exp_avgs, exp_avg_sqs, [], steps, amsgrad=False, lr=group["lr"],
-            beta1=beta1, beta2=beta2, weight_decay=0.0, eps=group["eps"], maximize=False,
+            beta1=beta1, beta2=beta2, weight_decay=decay, eps=group["eps"], maximize=False,
             grad_scale=None, found_inf=None,
         )
 

@@ -177,8 +177,10 @@ def make_optimizer(model: Model, config: TrainConfig, task: TaskFamily) -> Optim
     ``config.optim.exact``."""
     if not config.optim.exact:
         if config.optim.optimizer == "sgd":
-            return SGD(model.parameters(), lr=config.optim.lr, momentum=config.optim.momentum)
-        return Adam(model.parameters(), lr=config.optim.lr)
+            return SGD(model.parameters(), lr=config.optim.lr, momentum=config.optim.momentum,
+                       weight_decay=config.optim.weight_decay)
+        return Adam(model.parameters(), lr=config.optim.lr,
+                    weight_decay=config.optim.weight_decay)
     if not task.gaussian:
         raise ConfigError(f"exact training needs a linear Gaussian family, got {task.name!r}")
     sigma_x, sigma_w = getattr(task, "sigma_x"), getattr(task, "sigma_w")  # noqa: B009

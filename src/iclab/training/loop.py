@@ -1,8 +1,8 @@
 """The trainer: fits a model to a family's objective, with progress, metrics and checkpoints.
 
 It writes, in the run folder it is given (``iclab.training.run_folder``), the metrics log as it
-goes, a checkpoint every ``checkpoint_every`` steps and the trained model at the end; nothing
-else. Judging the
+goes, a checkpoint every ``checkpoint_every`` steps, the kept checkpoints of ``--checkpoints``
+(``iclab.training.snapshots``) and the trained model at the end; nothing else. Judging the
 trained model (test loss, read-out, the optimum, result.json) is ``iclab.runs``' job. Running
 again on the same folder resumes from the checkpoint and ends bit-identical (on the CPU) to an
 uninterrupted run.
@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from iclab.config.schedule import constant_rate
+from iclab.config.schedule import checkpoint_steps, constant_rate
 from iclab.config.train import TrainConfig
 from iclab.models.base import Model, progress_metrics
 from iclab.tasks.base import TaskFamily
@@ -33,6 +33,7 @@ from iclab.training.checkpoint import (
 from iclab.training.exact import Masks, Optimiser, make_optimizer, take_step
 from iclab.training.objective import Objective, make_objective
 from iclab.training.run_folder import RunFolder
+from iclab.training.snapshots import write_snapshot
 from iclab.utils.errors import ConfigError, Error
 from iclab.utils.io import atomic_write_text
 from iclab.utils.seeding import make_generator
@@ -178,6 +179,10 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool,
             raise ConfigError(f"{folder.checkpoint}: records {completed} steps, more than "
                               f"the run's {config.optim.steps}; {RESTART_HINT}")
     _restore_metrics(folder.metrics, completed)
+    kept = set(checkpoint_steps(config.optim.steps, config.run.checkpoints))
+    config_json = config.to_json()
+    if completed == 0 and 0 in kept:
+        write_snapshot(out_dir, 0, _to_host(model.state_dict()), config_json)
     sampler = config.resolved_sampler(task)
     objective = make_objective(task, model, sampler, config.optim.batch, config.run.seed, device,
                                config.optim.pretrain_prompts, config.curriculum())
@@ -226,6 +231,8 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool,
                 if on_record is not None:
                     on_record(record)
                 bar.set_postfix(loss=f"{mean_loss:.4f}")
+            if done in kept and done < steps:
+                write_snapshot(out_dir, done, _to_host(model.state_dict()), config_json)
             if done % config.run.checkpoint_every == 0 and done < steps:
                 save_checkpoint(folder.checkpoint, model, optimizer, done, config.run.seed,
                                 config_hash)
@@ -235,6 +242,8 @@ def _fit(config: TrainConfig, task: TaskFamily, out_dir: Path, progress: bool,
         raise TrainingDivergedError("training ended with non-finite weights; no result is "
                                     "written: try a smaller --lr with --restart")
     state = _to_host(model.state_dict())
-    checksum = folder.write_model(state, config.to_json())
+    checksum = folder.write_model(state, config_json)
+    if kept:
+        write_snapshot(out_dir, steps, state, config_json)
     save_checkpoint(folder.checkpoint, model, optimizer, steps, config.run.seed, config_hash)
     return TrainedModel(model, sampler, time.perf_counter() - started, checksum)

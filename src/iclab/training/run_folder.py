@@ -5,6 +5,8 @@
     checkpoint.safetensors   the resumable state (iclab.training.checkpoint)
     model.safetensors        the trained weights; metadata "iclab": {"config", "checksum"}
     result.json              the numbers and the verdict, written atomically and last
+    checkpoints/             with --checkpoints K: the weights through training, one
+                             step-STEP.safetensors each (iclab.training.snapshots)
     pool.npy                 a run with a task pool (--tasks, --task-pool): its (K, d) tasks
     prefix.json, .csv, .png  the prefix curves of a model with prefix predictions
                              (iclab.studies.transformer.prefix_curves), written before result.json
@@ -43,6 +45,8 @@ from iclab.utils.io import atomic_write, atomic_write_json, read_json
 
 CONFIG, METRICS, RESULT = "config.json", "metrics.jsonl", "result.json"
 CHECKPOINT, MODEL = "checkpoint.safetensors", "model.safetensors"
+CHECKPOINTS = "checkpoints"
+"""The folder of the checkpoints kept through training (``iclab.training.snapshots``)."""
 POOL = "pool.npy"
 """A pooled run's tasks, (K, d) float64 (written before training; the config holds them or
 the seed they are drawn from)."""
@@ -246,6 +250,10 @@ class RunFolder:
             if path.is_dir() and not path.is_symlink():
                 raise ConfigError(f"{path} is a folder, not iclab's file; remove it by hand")
             path.unlink(missing_ok=True)
+        kept = self.path / CHECKPOINTS
+        if kept.is_dir() and not kept.is_symlink():
+            for path in kept.glob("step-*.safetensors"):
+                path.unlink()
 
 
 def _safe_checksum(result: dict[str, Any]) -> str | None:

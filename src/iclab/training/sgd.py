@@ -4,7 +4,9 @@
 Without momentum one step is theta <- theta - lr g, so a run with learning rates lr_s follows
 gradient flow of the expected loss at time t = sum_s lr_s (docs/theory.md section 18). With
 momentum mu: b <- mu b + g, theta <- theta - lr b (torch.optim.SGD's convention, dampening 0),
-an effective time lr / (1 - mu) per step once b settles.
+an effective time lr / (1 - mu) per step once b settles. With ``weight_decay`` lambda > 0
+the decay is decoupled (as AdamW's): theta <- theta (1 - lr lambda) before the step, which
+without momentum is exactly SGD on the loss plus the L2 penalty lambda |theta|^2 / 2.
 """
 
 from __future__ import annotations
@@ -22,16 +24,20 @@ class SGD(OneGroupOptimiser):
     name = "SGD"
 
     def __init__(self, params: Iterable[torch.nn.Parameter], lr: float,
-                 momentum: float = 0.0) -> None:
-        super().__init__(params, {"lr": lr, "momentum": momentum})
+                 momentum: float = 0.0, weight_decay: float = 0.0) -> None:
+        super().__init__(params, {"lr": lr, "momentum": momentum,
+                                  **({"weight_decay": weight_decay} if weight_decay else {})})
 
     @torch.no_grad()
     def step(self) -> None:
         """One update of every parameter that has a gradient."""
         lr, momentum = self.param_groups[0]["lr"], self.param_groups[0]["momentum"]
+        decay = float(self.param_groups[0].get("weight_decay", 0.0))
         for param, state in zip(self.params, self.state, strict=True):
             if param.grad is None:
                 continue
+            if decay:
+                param.mul_(1.0 - lr * decay)
             direction = param.grad
             if momentum:
                 buffer = state.get("momentum_buffer")
