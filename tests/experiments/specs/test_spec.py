@@ -167,9 +167,11 @@ def test_load_spec_reads_toml_and_json(tmp_path: Path) -> None:
         load_spec(tmp_path / "missing.toml", Registries())
 
 
-OWN_TOLERANCE = ("gaussian-gap", "n-eff", "lu-asymptotic", "probe")
+OWN_TOLERANCE = ("gaussian-gap", "n-eff", "lu-asymptotic", "probe", "cot", "looped",
+                 "development")
 """Kinds whose tolerance is not a relative error (Covariates, Task diversity; Probes: standard
-errors of a held-out R^2): the same in both sets."""
+errors of a held-out R^2; Chain of thought: standard errors, or a step's relative error;
+Development: standard errors of a paired distance): the same in both sets."""
 
 
 @pytest.mark.parametrize(("name", "limit"), [("reproduce", 0.02), ("reproduce-quick", 0.03)])
@@ -200,12 +202,15 @@ def test_the_quick_spec_is_a_short_override_of_the_default_one() -> None:
     assert raw["extends"] == "reproduce.toml" and len(overrides) <= 68
     quick = builtin_spec("reproduce-quick", Registries())
     full = builtin_spec("reproduce", Registries())
-    full_claims = full.claims  # the quick set leaves out Transformers and Sequence models
-    left_out = ("Transformers", "Sequence models")  # and the Probes claims on the transformer
+    # The quick set leaves out three sections, the Probes claims on the transformer's run and
+    # the Chain of thought claim on the looped transformers.
+    full_claims = full.claims
+    left_out = ("Transformers", "Sequence models", "Development")
     full = dataclasses.replace(full, claims=tuple(c for c in full_claims
                                                   if c.section not in left_out
-                                                  and c.group != "transformers"))
-    assert len(full.claims) == len(full_claims) - 4 - 8 - 2
+                                                  and c.group != "transformers"
+                                                  and c.kind != "looped"))
+    assert len(full.claims) == len(full_claims) - 4 - 8 - 2 - 2 - 1
     assert [c.kind for c in quick.claims] == [c.kind for c in full.claims]
     assert {c.tolerance for c in quick.claims if c.section not in ("Shift", "Depth", "Dynamics")
             and c.kind not in OWN_TOLERANCE} == {0.03}

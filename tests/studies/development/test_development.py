@@ -166,3 +166,15 @@ def test_an_llc_setting_without_llc_is_refused(run: Path, tmp_path: Path,
     shutil.copytree(run, copy)
     err = refused(["development", str(copy), "--llc-chains", "4"], tmp_path, capsys)
     assert "--llc-chains applies with --llc only" in err
+
+
+def test_the_devinterp_estimator_without_the_extra_is_refused_before_work(
+        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    monkeypatch.setattr("iclab.studies.development.llc_devinterp.importlib.util.find_spec",
+                        lambda name: None)
+    err = refused(["development", str(copy), "--llc", "--llc-estimator", "devinterp"],
+                  tmp_path, capsys)
+    assert "pip install 'iclab[devinterp]'" in err

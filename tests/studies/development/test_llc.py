@@ -60,3 +60,50 @@ def test_a_degenerate_minimum_has_half_of_one_not_half_of_two() -> None:
     out = estimate_llc([a, b], lambda: (y - a * b * x).square().mean(), ChainSettings(), 0)
     assert abs(out["llc"] - 0.5) <= 3 * out["llc_stderr"], out
     assert abs(out["llc"] - 1.0) > 5 * out["llc_stderr"], out
+
+
+def test_devinterp_s_chains_agree_with_the_exact_value_and_with_iclab_s() -> None:
+    """The cross-check: the devinterp library's estimator (iclab[devinterp]) on the same
+    regular model, within its error of p / 2 and of iclab's own estimate."""
+    pytest.importorskip("devinterp")
+    from iclab.studies.development.llc_devinterp import devinterp_llc
+
+    p, settings = 4, ChainSettings()
+    w, X, y = regression(p, settings.samples)
+    model = torch.nn.Linear(p, 1, bias=False).double()
+    with torch.no_grad():
+        model.weight.copy_(w.detach()[None])
+
+    class Prompts:  # the four fields devinterp_llc reads; the model ignores y and x_q
+        def __init__(self) -> None:
+            self.X, self.y, self.x_q, self.y_q = X, y, X, y
+
+    class Regression(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = model
+
+        def forward(self, X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+            out: torch.Tensor = self.linear(x_q)[:, 0]
+            return out
+
+    state = torch.get_rng_state()
+    theirs = devinterp_llc(Regression(), Prompts(), settings.samples, settings.chains,
+                           settings.burn_in, settings.draws, settings.step,
+                           settings.localisation, seed=0)
+    assert torch.equal(torch.get_rng_state(), state)           # the global generator kept
+    ours = estimate_llc([w], lambda: (X @ w - y).square().mean(), settings, seed=0)
+    assert abs(theirs["llc"] - p / 2) <= 3 * theirs["llc_stderr"], theirs
+    assert abs(theirs["llc"] - 6) > 5 * theirs["llc_stderr"]   # and it can fail
+    both = (theirs["llc_stderr"] ** 2 + ours["llc_stderr"] ** 2) ** 0.5
+    assert abs(theirs["llc"] - ours["llc"]) <= 4 * both
+
+
+def test_devinterp_asked_without_the_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("iclab.studies.development.llc_devinterp.importlib.util.find_spec",
+                        lambda name: None)
+    with pytest.raises(ConfigError, match=r"pip install 'iclab\[devinterp\]'"):
+        ChainSettings(estimator="devinterp").check()
+    ChainSettings(estimator="iclab").check()                    # iclab's own needs nothing
+    with pytest.raises(ConfigError, match="llc estimator must be one of iclab, devinterp"):
+        ChainSettings(estimator="other").check()

@@ -16,7 +16,7 @@ For a regular model (a nondegenerate minimum of p parameters) the posterior is G
 precision n beta H and n beta E[L_n(w) - L_n(w*)] = p / 2 whatever the scale of the loss, the
 exact LLC; the error terms are gamma's pull (a factor about n beta h / (n beta h + gamma) on
 each curvature h) and the step's (about 1 + eps n beta h / 4). iclab's own implementation (the
-devinterp library's pins conflict with iclab's; docs/guide/development.md): full-batch
+devinterp library's, ``llc_devinterp``, is the optional cross-check): full-batch
 gradients on a fixed set of n prompts, ``chains`` independent chains from w*, each
 ``burn_in`` steps then ``draws`` recorded losses; the estimate is the mean over chains and its
 standard error the chains' spread / sqrt(chains).
@@ -31,8 +31,13 @@ from typing import Any
 
 import torch
 
+from iclab.studies.development.llc_devinterp import check_devinterp, devinterp_llc
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
+
+
+ESTIMATORS = ("iclab", "devinterp")
+"""Whose SGLD chains estimate the LLC (``ChainSettings.estimator``)."""
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,18 @@ class ChainSettings:
     """eps, SGLD's step."""
     localisation: float = 1.0
     """gamma, the pull towards w*."""
+    estimator: str = "iclab"
+    """Whose chains: iclab's own (``estimate_llc``) or the devinterp library's
+    (``llc_devinterp``, the optional extra ``iclab[devinterp]``)."""
 
     def check(self) -> ChainSettings:
-        """Self, or ConfigError naming the first setting out of range."""
+        """Self, or ConfigError naming the first setting out of range (or devinterp missing
+        where it is asked for)."""
+        if self.estimator not in ESTIMATORS:
+            raise ConfigError(f"llc estimator must be one of {', '.join(ESTIMATORS)}, got "
+                              f"{self.estimator!r}")
+        if self.estimator == "devinterp":
+            check_devinterp()
         for name, low in (("samples", 2), ("chains", 2), ("burn_in", 0), ("draws", 1)):
             value = getattr(self, name)
             if not (isinstance(value, int) and low <= value <= 10_000_000):
@@ -68,7 +82,7 @@ class ChainSettings:
         return 1.0 / math.log(self.samples)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "beta": self.beta, "estimator": "n beta (E[L_n] - L_n(w*)), "
+        return {**asdict(self), "beta": self.beta, "method": "n beta (E[L_n] - L_n(w*)), "
                 "localised SGLD, full-batch gradients (Lau et al. 2023)"}
 
 
@@ -119,6 +133,10 @@ def model_llc(model: torch.nn.Module, prompts: Any, settings: ChainSettings,
               seed: int) -> dict[str, Any]:
     """The LLC of ``model`` (float64) on ``prompts`` (its ``settings.samples`` prompts):
     L_n the mean squared error of the query predictions."""
+    if settings.estimator == "devinterp":
+        return devinterp_llc(model, prompts, settings.samples, settings.chains,
+                             settings.burn_in, settings.draws, settings.step,
+                             settings.localisation, seed)
     params = [param for param in model.parameters() if param.requires_grad]
 
     def loss() -> torch.Tensor:

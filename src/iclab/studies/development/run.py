@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from iclab.config.train import TrainConfig
 from iclab.models.base import Model
-from iclab.studies.development.llc import ChainSettings, model_llc
+from iclab.studies.development.llc import ESTIMATORS, ChainSettings, model_llc
 from iclab.studies.development.measure import gd_layers, measure, predictor_losses, references
 from iclab.studies.development.outputs import write_development
 from iclab.training.run_folder import CONFIG, RunFolder
@@ -134,7 +134,9 @@ LLC_OPTIONS = {"samples": (int, "n: prompts of the pool the loss L_n is a mean o
                "burn_in": (int, "SGLD steps of each chain before its losses count"),
                "draws": (int, "recorded SGLD steps of each chain"),
                "step": (float, "SGLD's step epsilon"),
-               "localisation": (float, "gamma, SGLD's pull towards the checkpoint")}
+               "localisation": (float, "gamma, SGLD's pull towards the checkpoint"),
+               "estimator": (click.Choice(ESTIMATORS), "whose SGLD chains: iclab's own or "
+                             "the devinterp library's (pip install 'iclab[devinterp]')")}
 
 
 def make_development_command(registries: Any) -> click.Command:
