@@ -35,7 +35,6 @@ from iclab.studies.development.llc_devinterp import check_devinterp, devinterp_l
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
 
-
 ESTIMATORS = ("iclab", "devinterp")
 """Whose SGLD chains estimate the LLC (``ChainSettings.estimator``)."""
 
