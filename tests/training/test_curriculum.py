@@ -21,6 +21,7 @@ class Recorder(torch.nn.Module):
     """Stands in for a model: records every prompt it reads, predicts 0."""
 
     has_prefix_predictions = False
+    has_prompt_loss = False
 
     def __init__(self) -> None:
         super().__init__()

@@ -30,7 +30,8 @@ def default_uri(run_dir: Path) -> str:
 
 class MlflowTracker:
     """Params (the config), metrics per step (train/...), the result's numbers (result/...),
-    the verdict as a tag, the figures and config.json as artifacts."""
+    the verdict as a tag, the figures and the run folder's JSON files when it opens (its
+    config.json, written first) as artifacts."""
 
     def __init__(self, run_dir: Path, config: dict[str, Any], uri: str) -> None:
         if urlparse(uri).scheme in ("", "file"):
@@ -49,7 +50,8 @@ class MlflowTracker:
         self._step = 0
         params = [Param(key, str(value)[:PARAM_LENGTH]) for key, value in config.items()]
         self._client.log_batch(self.run_id, params=params)
-        self._client.log_dict(self.run_id, config, "config.json")
+        for record in sorted(run_dir.glob("*.json")):  # the run's config (and task pool) files
+            self._client.log_artifact(self.run_id, str(record))
 
     def _log(self, values: Mapping[str, float], step: int) -> None:
         from mlflow.entities import Metric
