@@ -127,3 +127,27 @@ def load_study(reference: str) -> Study:
         raise ConfigError(f"study {reference!r} must be an iclab.utils.studies.Study object, "
                           f"got {type(study).__name__}")
     return study
+
+
+def dependency_order(studies: Sequence[Study]) -> tuple[Study, ...]:
+    """``studies`` in their order, except that each comes after the studies it ``requires``
+    that are among them (a study whose section reads another's runs comes after it, so the
+    runs count in the section that trains them: ``iclab.experiments.specs.builtin``)."""
+    by_name = {study.name: study for study in studies}
+    placed: dict[str, Study] = {}
+
+    def place(study: Study, path: tuple[str, ...]) -> None:
+        if study.name in placed:
+            return
+        if study.name in path:
+            raise ConfigError(f"studies require each other in a cycle: "
+                              f"{' -> '.join((*path, study.name))}")
+        for name in study.requires:
+            if name in by_name:
+                place(by_name[name], (*path, study.name))
+        placed[study.name] = study
+
+    for study in studies:
+        place(study, ())
+    return tuple(placed.values())
+

@@ -4,8 +4,9 @@ file and the sections the studies declare, and spec files read with ``extends`` 
 A study adds its report sections to a built-in spec with ``Study.spec_sections``: each
 ``SpecSection`` names the built-in spec it joins and a TOML fragment in the study's folder
 holding the section's ``[[groups]]``, ``[[claims]]`` and ``[[measurements]]`` (appended after
-the core's, in the studies' order), its ``[sections]`` paragraph, ``[covariances]`` and
-``[budgets]`` (merged; a key already there is refused). A fragment for ``reproduce-quick``
+the core's, in the studies' order, each study after the studies it requires), its
+``[sections]`` paragraph, ``[covariances]`` and ``[budgets]`` (merged; a key already there is
+refused). A fragment for ``reproduce-quick``
 holds the quick set's changes to the section: its groups' overrides (``drop = true`` leaves the
 section out of the quick set), its ``[[override_claims]]`` and its budgets.
 """
@@ -23,6 +24,7 @@ from iclab.experiments.specs.extends import resolve_extends
 from iclab.experiments.specs.spec import Spec, parse_spec
 from iclab.experiments.specs.text import parse_text, read_spec_file
 from iclab.utils.errors import ConfigError
+from iclab.utils.studies import dependency_order
 
 BUILTIN_SPECS = ("reproduce", "reproduce-quick")
 LISTS = ("groups", "claims", "measurements", "override_claims")
@@ -67,7 +69,7 @@ def read_builtin(name: str, studies: Sequence[Any]) -> Any:
     declare for it."""
     text = resources.files("iclab.experiments.specs").joinpath(f"{name}.toml").read_text()
     data = parse_text(text, f"{name}.toml", ".toml")
-    for study in studies:
+    for study in dependency_order(studies):
         for section in study.spec_sections():
             if not isinstance(section, SpecSection) or section.spec not in BUILTIN_SPECS:
                 raise ConfigError(f"study {study.name!r}: spec_sections must be SpecSection "

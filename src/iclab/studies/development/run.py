@@ -18,6 +18,7 @@ from iclab.models.base import Model
 from iclab.studies.development.llc import ESTIMATORS, ChainSettings, model_llc
 from iclab.studies.development.measure import gd_layers, measure, predictor_losses, references
 from iclab.studies.development.outputs import write_development
+from iclab.studies.pool.family import PooledLinearGaussian
 from iclab.training.run_folder import CONFIG, RunFolder
 from iclab.training.snapshots import read_snapshot, snapshot_path, snapshot_steps
 from iclab.utils.errors import ConfigError
@@ -36,7 +37,7 @@ def read_run(run_dir: Path, registries: Any) -> tuple[TrainConfig, Any]:
     config = TrainConfig.from_json(folder.read_object(CONFIG), registries.models,
                                    families=registries.families)
     task = config.checked_task(registries.families)
-    if task.task_pool is None or not hasattr(task, "prior"):
+    if not isinstance(task, PooledLinearGaussian):
         raise ConfigError(f"{run_dir}: iclab development compares a model with the exact "
                           f"predictors of a task pool; train with --tasks K or --task-pool")
     return config, task
