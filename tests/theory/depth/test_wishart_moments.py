@@ -96,3 +96,27 @@ def test_refuses_bad_degrees() -> None:
         wishart_moment([30, 11], 3, 2)
     with pytest.raises(ConfigError, match="n must be an integer"):
         wishart_trace_moments(2, True, 2)  # type: ignore[arg-type]
+
+
+
+def test_degree_16_at_d_2_against_the_eigenvalue_density() -> None:
+    """E tr W^16 at n = 10, d = 2 (what the chain-of-thought theory's 8-step error needs,
+    docs/theory.md section 21) by quadrature of the joint eigenvalue density of a real
+    Wishart, c prod_i lambda_i^((n-d-1)/2) e^(-lambda_i/2) |lambda_1 - lambda_2|: an
+    independent computation beside the recursion's (the d = 1 and n = 1 checks above do not
+    reach the cross terms of two eigenvalues)."""
+    integrate = pytest.importorskip("scipy.integrate")
+    n, d, m = 10, 2, 16
+    a = (n - d - 1) / 2
+
+    def integral(power: int) -> float:
+        def density(u: float, lam: float) -> float:  # lambda_2 = u lambda_1 < lambda_1
+            return float(lam**power * (1 + u**power) * (lam * lam * u) ** a
+                         * math.exp(-lam * (1 + u) / 2) * lam * (1 - u) * lam)
+        return sum(integrate.dblquad(density, low, high, 0, 1, epsabs=0, epsrel=1e-13)[0]
+                   for low, high in ((0, 20), (20, 60), (60, 150), (150, math.inf)))
+
+    value = integral(m) / (integral(0) / 2)  # the density is symmetric in the two
+    exact = wishart_trace_moments(m, n, d)[m]
+    assert abs(value / exact - 1) < 1e-10
+    assert abs(value / (1.01 * exact) - 1) > 1e-3  # a moment off by 1 % fails
