@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from iclab.utils.errors import NotFiniteError
-from iclab.utils.io import atomic_write, atomic_write_json, csv_text, read_json
+from iclab.utils.io import atomic_write, atomic_write_json, csv_text, read_json, write_files
 
 
 def test_atomic_write_json_round_trips(tmp_path: Path) -> None:
@@ -45,3 +45,20 @@ def test_csv_text_keeps_every_key_and_exact_floats() -> None:
     assert lines[2] == f"1,{1 / 3!r},,'x'"
     assert float(lines[2].split(",")[1]) == 1 / 3
     assert csv_text([]) == "\n"
+
+
+def test_write_files_is_all_or_none(tmp_path: Path) -> None:
+    folder = tmp_path / "new" / "deeper"
+    write_files(folder, [("a.txt", "text"), ("b.png", b"\x89PNG")])
+    assert (folder / "a.txt").read_text() == "text"
+    assert (folder / "b.png").read_bytes() == b"\x89PNG"
+    (folder / "c.json").mkdir()  # the third name cannot be written: a folder stands there
+    with pytest.raises(OSError):
+        write_files(folder, [("a.txt", "new"), ("d.csv", "x"), ("c.json", "{}")])
+    assert not (folder / "d.csv").exists()          # what the failed call created is gone
+    assert (folder / "a.txt").read_text() == "new"  # a replaced file holds a whole content
+    fresh = tmp_path / "fresh" / "sub"
+    (tmp_path / "blocker").mkdir()
+    with pytest.raises(OSError):
+        write_files(fresh, [("a.txt", "x"), ("../../blocker", "y")])
+    assert not (tmp_path / "fresh").exists()        # and the folders it made

@@ -52,6 +52,42 @@ def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, text + "\n")
 
 
+def _bytes_writer(body: bytes) -> Callable[[Path], None]:
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(body)
+
+    return write
+
+
+def write_files(folder: Path, contents: Sequence[tuple[str, str | bytes]]) -> None:
+    """Write each (name, text or bytes) of ``contents`` into ``folder`` atomically, all or
+    none: on any failure (a full disk, Ctrl-C) the files this call created and the folders it
+    made are removed again (files it replaced keep their new or old whole content)."""
+    folder = Path(folder)
+    missing = [parent for parent in (folder, *folder.parents) if not parent.exists()]
+    created: list[Path] = []
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in contents:
+            path = folder / name
+            existed = path.exists()
+            if isinstance(content, bytes):
+                atomic_write(path, _bytes_writer(content))
+            else:
+                atomic_write_text(path, content)
+            if not existed:
+                created.append(path)
+    except BaseException:
+        for path in created:
+            path.unlink(missing_ok=True)
+        for made in missing:  # deepest first
+            try:
+                made.rmdir()
+            except OSError:
+                break
+        raise
+
+
 def read_json(path: Path) -> Any:
     """Read a JSON file."""
     return json.loads(Path(path).read_text())

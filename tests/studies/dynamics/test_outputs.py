@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from iclab.studies.dynamics import outputs as dynamics_output
 from iclab.studies.dynamics.outputs import write_dynamics
 from iclab.utils.errors import NotFiniteError
 
@@ -39,7 +38,7 @@ def test_a_failed_write_removes_what_it_wrote(tmp_path: Path,
         path.write_text(text)
         written.append(path.name)
 
-    monkeypatch.setattr(dynamics_output, "atomic_write_text", failing)
+    monkeypatch.setattr("iclab.utils.io.atomic_write_text", failing)
     out = tmp_path / "dyn"
     with pytest.raises(OSError, match="disk full"):
         write_dynamics(out, _data([1.0, 0.9]))

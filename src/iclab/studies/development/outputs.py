@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from iclab.studies.development.measure import PREDICTORS
 from iclab.utils.errors import NotFiniteError
-from iclab.utils.io import atomic_write, atomic_write_text, csv_text
+from iclab.utils.io import csv_text, write_files
 
 JSON_NAME, CSV_NAME, PNG_NAME = "development.json", "development.csv", "development.png"
 FILES = (JSON_NAME, CSV_NAME, PNG_NAME)
@@ -73,12 +72,6 @@ def png_bytes(data: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def _bytes_writer(body: bytes) -> Callable[[Path], None]:
-    def write(tmp: Path) -> None:
-        tmp.write_bytes(body)
-
-    return write
-
 
 def write_development(run_dir: Path, data: dict[str, Any], figure: bool = True) -> None:
     """Write the three files in ``run_dir`` (without the figure unless ``figure``), all or
@@ -92,18 +85,4 @@ def write_development(run_dir: Path, data: dict[str, Any], figure: bool = True) 
     if figure:
         contents.append((PNG_NAME, png_bytes(data)))
     contents.append((JSON_NAME, text))
-    created: list[Path] = []
-    try:
-        for name, content in contents:
-            path = run_dir / name
-            existed = path.exists()
-            if isinstance(content, bytes):
-                atomic_write(path, _bytes_writer(content))
-            else:
-                atomic_write_text(path, content)
-            if not existed:
-                created.append(path)
-    except BaseException:
-        for path in created:
-            path.unlink(missing_ok=True)
-        raise
+    write_files(run_dir, contents)

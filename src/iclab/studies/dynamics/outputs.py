@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from iclab.utils.errors import NotFiniteError
-from iclab.utils.io import atomic_write, atomic_write_text, csv_text
+from iclab.utils.io import csv_text, write_files
 
 JSON_NAME, CSV_NAME, PNG_NAME = "dynamics.json", "dynamics.csv", "dynamics.png"
 COLUMNS = ("time", "step", "flow_loss", "sgd_loss", "sgd_loss_stderr")
@@ -65,12 +64,6 @@ def _png(data: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def _bytes_writer(body: bytes) -> Callable[[Path], None]:
-    def write(tmp: Path) -> None:
-        tmp.write_bytes(body)
-
-    return write
-
 
 def write_dynamics(out_dir: Path, data: dict[str, Any]) -> None:
     """Create ``out_dir`` and write the three files, all or none (module doc)."""
@@ -82,25 +75,4 @@ def write_dynamics(out_dir: Path, data: dict[str, Any]) -> None:
     png = _png(data)
     contents: list[tuple[str, str | bytes]] = [(CSV_NAME, dynamics_csv(data)),
                                                (PNG_NAME, png), (JSON_NAME, text)]
-    missing = [parent for parent in (out_dir, *out_dir.parents) if not parent.exists()]
-    created: list[Path] = []
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for name, content in contents:
-            path = out_dir / name
-            existed = path.exists()
-            if isinstance(content, bytes):
-                atomic_write(path, _bytes_writer(content))
-            else:
-                atomic_write_text(path, content)
-            if not existed:
-                created.append(path)
-    except BaseException:
-        for path in created:
-            path.unlink(missing_ok=True)
-        for folder in missing:    # deepest first
-            try:
-                folder.rmdir()
-            except OSError:
-                break
-        raise
+    write_files(out_dir, contents)
