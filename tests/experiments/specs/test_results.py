@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from iclab.experiments.registries import Registries
-from iclab.experiments.specs.results import RunRecord, results_rows
+from iclab.experiments.specs.results import RunRecord, results_rows, stderr_of_mean
 from iclab.experiments.specs.spec import parse_spec
 
 RESULT = {"eta_hat": 0.1, "eta_star": 0.1, "test_loss": 1.0, "test_loss_stderr": 0.01,
@@ -27,3 +27,9 @@ def test_a_position_covariance_is_one_labelled_column() -> None:
     assert [row[law] for row in rows] == ["gaussian", "laplace", "gaussian"]
     plain = {p.run_id: RunRecord(p, RESULT) for p in points[:1]}
     assert "context_covariance" not in results_rows(plain)[0]        # absent when unused
+
+
+def test_the_standard_error_of_a_mean_over_independent_seeds() -> None:
+    assert stderr_of_mean([3.0, 4.0]) == 2.5        # sqrt(9 + 16) / 2
+    assert stderr_of_mean([0.2]) == 0.2
+    assert stderr_of_mean([1.0] * 4) == 0.5         # falls like 1 / sqrt(count)

@@ -59,8 +59,7 @@ def _name(value: Any) -> str:
 
 def mean_loss(site: Site) -> tuple[float, float]:
     """The mean test loss over seeds and its standard error: (value, se)."""
-    errors = [float(r.result["test_loss_stderr"]) for r in site.records]
-    return site.mean("test_loss"), math.sqrt(sum(e * e for e in errors)) / len(errors)
+    return site.mean("test_loss"), site.mean_stderr("test_loss")
 
 
 def _require(record: RunRecord, keys: tuple[str, ...], group: str, kind: str) -> None:

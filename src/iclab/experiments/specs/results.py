@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import csv
 import io
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +112,17 @@ class Site:
     def mean(self, key: str) -> float:
         """The mean over seeds of a scalar result key."""
         return float(np.mean([float(r.result[key]) for r in self.records]))
+
+    def mean_stderr(self, key: str) -> float:
+        """The standard error of ``mean(key)``, from each seed's ``KEY_stderr``
+        (``stderr_of_mean``)."""
+        return stderr_of_mean([float(r.result[f"{key}_stderr"]) for r in self.records])
+
+
+def stderr_of_mean(errors: Sequence[float]) -> float:
+    """The standard error of the mean of independent estimates with standard errors
+    ``errors``: sqrt(sum se_i^2) / count."""
+    return math.sqrt(sum(e * e for e in errors)) / len(errors)
 
 
 def run_dir(out_dir: Path, run_id: str) -> Path:

@@ -50,8 +50,7 @@ def site_theory(site: Site) -> tuple[int, float, float, float]:
 
 def stderr(site: Site) -> float:
     """The standard error of the mean weight error over the site's seeds."""
-    errors = [float(r.result["weight_error_stderr"]) for r in site.records]
-    return math.sqrt(sum(e * e for e in errors)) / len(errors)
+    return site.mean_stderr("weight_error")
 
 
 class CoTClaim(ClaimKind):

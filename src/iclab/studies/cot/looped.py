@@ -15,7 +15,6 @@ weights unlooped are the transformer of ``layers`` blocks (the looped model's ow
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -87,9 +86,7 @@ def _count(site: Site) -> int:
 
 def _loss(site: Site) -> str:
     value = site.mean("test_loss")
-    se = math.sqrt(sum(float(r.result["test_loss_stderr"]) ** 2 for r in site.records)) \
-        / len(site.records)
-    return f"{value:.4f} ± {se:.4f}"
+    return f"{value:.4f} ± {site.mean_stderr('test_loss'):.4f}"
 
 
 class LoopedClaim(ClaimKind):

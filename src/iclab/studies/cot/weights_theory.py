@@ -27,6 +27,7 @@ from math import comb
 
 import numpy as np
 
+from iclab.theory.depth.polynomial_exact import solve_exact
 from iclab.theory.depth.wishart_moments import wishart_trace_moments
 from iclab.utils.errors import ConfigError
 
@@ -124,22 +125,8 @@ def optimal_polynomial(k: int, n: int, d: int, sigma: float) -> tuple[list[Fract
     noise = Fraction(sigma) ** 2 / n
     H = [[M[a + b + 2] + noise * M[a + b + 1] for b in range(k)] for a in range(k)]
     g = [M[a + 1] for a in range(k)]
-    r = _solve(H, g)
+    r = solve_exact(H, g)
     return r, M[0] - sum(gi * ri for gi, ri in zip(g, r, strict=True))
-
-
-def _solve(H: list[list[Fraction]], g: list[Fraction]) -> list[Fraction]:
-    """H x = g by Gaussian elimination in rationals (H symmetric positive definite)."""
-    size = len(g)
-    A = [[*row, gi] for row, gi in zip(H, g, strict=True)]
-    for col in range(size):
-        pivot = next(row for row in range(col, size) if A[row][col] != 0)
-        A[col], A[pivot] = A[pivot], A[col]
-        for row in range(size):
-            if row != col and A[row][col] != 0:
-                factor = A[row][col] / A[col][col]
-                A[row] = [a - factor * c for a, c in zip(A[row], A[col], strict=True)]
-    return [A[i][size] / A[i][i] for i in range(size)]
 
 
 def steps_optimum(k: int, n: int, d: int, sigma: float) -> StepsOptimum:

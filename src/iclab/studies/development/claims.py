@@ -29,7 +29,7 @@ from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_
 from iclab.experiments.claims.needs import POOL
 from iclab.experiments.claims.parameters import ClaimParameter, integer
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
-from iclab.experiments.specs.results import Site, run_dir
+from iclab.experiments.specs.results import Site, run_dir, stderr_of_mean
 from iclab.studies.development.outputs import JSON_NAME
 from iclab.utils.errors import ConfigError
 from iclab.utils.io import read_json
@@ -70,8 +70,7 @@ def final_gap(spec: ClaimSpec, site: Site, context: ClaimContext) -> tuple[float
         final = read_json(path)["checkpoints"][-1]
         gaps.append(float(final["ridge_minus_dmmse"]))
         errors.append(float(final["ridge_minus_dmmse_stderr"]))
-    count = len(gaps)
-    return sum(gaps) / count, math.sqrt(sum(e * e for e in errors)) / count
+    return sum(gaps) / len(gaps), stderr_of_mean(errors)
 
 
 class DevelopmentClaim(ClaimKind):

@@ -32,7 +32,7 @@ from iclab.config.train import TrainConfig
 from iclab.experiments.claims.kind import Claim, ClaimContext, ClaimKind, seeds_phrase
 from iclab.experiments.claims.parameters import ClaimParameter, choice, integer
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
-from iclab.experiments.specs.results import RunRecord, Site, run_dir
+from iclab.experiments.specs.results import RunRecord, Site, run_dir, stderr_of_mean
 from iclab.studies.probes.outputs import write_probe_outputs
 from iclab.studies.probes.probe_run import MAX_PROMPTS, ProbeSettings, probe_run
 from iclab.studies.probes.targets import ALL_TARGETS, MOMENT_TARGETS, linear_family
@@ -101,8 +101,7 @@ def _scores(spec: ClaimSpec, record: RunRecord, context: ClaimContext
 
 def _mean(pairs: list[tuple[float, float]]) -> tuple[float, float]:
     """Mean R^2 over seeds and its standard error (independent seeds)."""
-    return (sum(p[0] for p in pairs) / len(pairs),
-            math.sqrt(sum(p[1] ** 2 for p in pairs)) / len(pairs))
+    return (sum(p[0] for p in pairs) / len(pairs), stderr_of_mean([p[1] for p in pairs]))
 
 
 class ProbeClaim(ClaimKind):

@@ -12,7 +12,6 @@ result.json (``outputs.WPGDReadoutOutput``'s keys and the test loss).
 
 from __future__ import annotations
 
-import math
 from typing import ClassVar
 
 from iclab.config.train import TrainConfig
@@ -38,8 +37,7 @@ WPGD_READOUT = Need("a model with a WPGD read-out (h3, gla) on drifting-linear o
 
 def _stderr(site: Site) -> float:
     """The standard error of the mean test loss over the site's seeds."""
-    errors = [float(r.result["test_loss_stderr"]) for r in site.records]
-    return math.sqrt(sum(e * e for e in errors)) / len(errors)
+    return site.mean_stderr("test_loss")
 
 
 class WPGDClaim(ClaimKind):

@@ -53,7 +53,7 @@ def _evaluate(p: Sequence[Fraction], t: Fraction) -> Fraction:
     return value
 
 
-def _solve(H: list[list[Fraction]], g: list[Fraction]) -> list[Fraction]:
+def solve_exact(H: list[list[Fraction]], g: list[Fraction]) -> list[Fraction]:
     """H c = g exactly (Gauss-Jordan with pivoting on nonzero entries)."""
     size = len(g)
     rows = [[*H[i], g[i]] for i in range(size)]
@@ -183,7 +183,7 @@ class IsotropicPolynomialLoss:
         H = [[self.signal * M[j + k + 2] + noise * M[j + k + 1] for k in range(layers)]
              for j in range(layers)]
         g = [self.signal * M[j + 1] for j in range(layers)]
-        q = _solve(H, g)
+        q = solve_exact(H, g)
         loss = self.signal * M[0] + self.sigma2 - sum((a * b for a, b in zip(g, q, strict=True)),
                                                       Fraction(0))
         return KrylovOptimum(tuple(q), (Fraction(1), *(-c for c in q)), loss)
