@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from iclab.tasks.covariance import validate_covariance
+from iclab.theory.sized_mean import SizedMean, mean_to_stderr
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import make_generator
 
@@ -31,6 +32,10 @@ MAX_WORK = 2e10
 """The most work (floating-point operations, a random draw counted as 10) the Monte Carlo
 Bayes risk may take: seconds to a minute on one core."""
 ELEMENTS_PER_CHUNK = 4_000_000
+BLOCK_PROMPTS = 1000
+"""Prompts per block of ``bayes_risk_to_stderr``."""
+MOST_BLOCKS = 1000
+"""The most blocks ``bayes_risk_to_stderr`` draws (a million prompts)."""
 
 
 def bayes_work(d: int, n: int, sigma: float, prompts: int) -> float:
@@ -84,6 +89,51 @@ def _risks_few_examples(X: torch.Tensor, sigma: float, cov_q: torch.Tensor,
     return sigma**2 + torch.trace(cov_q @ cov_w) - torch.diagonal(explained, dim1=1, dim2=2).sum(-1)
 
 
+def _checked_laws(n: int, sigma: float, sigma_x: np.ndarray, sigma_w: np.ndarray,
+                  sigma_q: np.ndarray | None) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """(d, sigma_x, sigma_w, sigma_q) checked (ConfigError naming the bad value)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"n must be an integer >= 1, got {n!r}")
+    if isinstance(sigma, bool) or not (isinstance(sigma, int | float) and math.isfinite(sigma)
+                                       and sigma >= 0):
+        raise ConfigError(f"sigma must be a finite number >= 0, got {sigma!r}")
+    d = int(np.shape(sigma_x)[0]) if np.ndim(sigma_x) == 2 else 0
+    sigma_x = validate_covariance(sigma_x, d, "sigma_x")
+    sigma_w = validate_covariance(sigma_w, d, "sigma_w")
+    sigma_q = sigma_x if sigma_q is None else validate_covariance(sigma_q, d, "sigma_q")
+    return d, sigma_x, sigma_w, sigma_q
+
+
+class _PromptRisks:
+    """The Bayes risk given X of ``size`` prompts drawn from a generator: (size,) float64."""
+
+    def __init__(self, n: int, sigma: float, sigma_x: np.ndarray, sigma_w: np.ndarray,
+                 sigma_q: np.ndarray) -> None:
+        self.n, self.d, self.sigma = n, sigma_x.shape[0], float(sigma)
+        self.chol_x = torch.as_tensor(np.linalg.cholesky(sigma_x))
+        self.cov_q, self.cov_w = torch.as_tensor(sigma_q), torch.as_tensor(sigma_w)
+        self.precision_w = torch.linalg.inv(self.cov_w)
+        n, d = self.n, self.d
+        per_prompt = 3 * d * d if n >= d else n * d + d * d + n * n
+        self.chunk = max(1, ELEMENTS_PER_CHUNK // per_prompt)
+        """prompts per batch of tensors (bounded memory)"""
+
+    def __call__(self, size: int, generator: torch.Generator) -> np.ndarray:
+        risks, done = [], 0
+        while done < size:
+            part = min(self.chunk, size - done)
+            if self.n >= self.d:
+                S = _wishart(self.chol_x, self.n, part, generator)
+                risk = _risks_full_rank(S, self.sigma, self.cov_q, self.precision_w)
+            else:
+                X = torch.randn(part, self.n, self.d, generator=generator,
+                                dtype=torch.float64) @ self.chol_x.T
+                risk = _risks_few_examples(X, self.sigma, self.cov_q, self.cov_w)
+            risks.append(risk.clamp(min=0.0))
+            done += part
+        return torch.cat(risks).numpy()
+
+
 def bayes_risk(
     n: int,
     sigma: float,
@@ -101,35 +151,34 @@ def bayes_risk(
     ``MAX_WORK``: ``check_bayes_prompts``). The same seed gives the same draws of X for every
     sigma_w, sigma_q and sigma (common random numbers across shifted laws).
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"n must be an integer >= 1, got {n!r}")
-    if isinstance(sigma, bool) or not (isinstance(sigma, int | float) and math.isfinite(sigma)
-                                       and sigma >= 0):
-        raise ConfigError(f"sigma must be a finite number >= 0, got {sigma!r}")
-    d = int(np.shape(sigma_x)[0]) if np.ndim(sigma_x) == 2 else 0
-    sigma_x = validate_covariance(sigma_x, d, "sigma_x")
-    sigma_w = validate_covariance(sigma_w, d, "sigma_w")
-    sigma_q = sigma_x if sigma_q is None else validate_covariance(sigma_q, d, "sigma_q")
+    d, sigma_x, sigma_w, sigma_q = _checked_laws(n, sigma, sigma_x, sigma_w, sigma_q)
     check_bayes_prompts(d, n, float(sigma), prompts)
     if sigma == 0 and n >= d:
         return 0.0, 0.0
-    generator = make_generator(seed, "bayes-risk")
-    chol_x = torch.as_tensor(np.linalg.cholesky(sigma_x))
-    cov_q, cov_w = torch.as_tensor(sigma_q), torch.as_tensor(sigma_w)
-    precision_w = torch.linalg.inv(cov_w)
-    per_prompt = 3 * d * d if n >= d else n * d + d * d + n * n
-    chunk = max(1, ELEMENTS_PER_CHUNK // per_prompt)
-    risks = []
-    done = 0
-    while done < prompts:
-        size = min(chunk, prompts - done)
-        if n >= d:
-            risk = _risks_full_rank(_wishart(chol_x, n, size, generator), float(sigma), cov_q,
-                                    precision_w)
-        else:
-            X = torch.randn(size, n, d, generator=generator, dtype=torch.float64) @ chol_x.T
-            risk = _risks_few_examples(X, float(sigma), cov_q, cov_w)
-        risks.append(risk.clamp(min=0.0))
-        done += size
-    values = torch.cat(risks)
-    return float(values.mean()), float(values.std() / math.sqrt(values.numel()))
+    values = _PromptRisks(n, sigma, sigma_x, sigma_w, sigma_q)(
+        prompts, make_generator(seed, "bayes-risk"))
+    return float(values.mean()), float(values.std(ddof=1) / math.sqrt(values.size))
+
+
+def bayes_risk_to_stderr(
+    n: int,
+    sigma: float,
+    sigma_x: np.ndarray,
+    sigma_w: np.ndarray,
+    relative: float,
+    seed: int = 0,
+    sigma_q: np.ndarray | None = None,
+) -> SizedMean:
+    """The Bayes risk of ``bayes_risk``'s law drawn until its standard error is at most
+    ``relative`` x the risk (``iclab.theory.sized_mean``): blocks of ``BLOCK_PROMPTS``
+    prompts, block k from the generator of (seed, k), as many as ``MAX_WORK`` allows at most
+    (``reached`` false if that is too few). Exactly 0 (no draws) when sigma = 0 and n >= d.
+    The same seed gives every law the same draws of X in the blocks both draw."""
+    d, sigma_x, sigma_w, sigma_q = _checked_laws(n, sigma, sigma_x, sigma_w, sigma_q)
+    if sigma == 0 and n >= d:
+        return SizedMean(0.0, 0.0, 0, 0.0, True)
+    risks = _PromptRisks(n, sigma, sigma_x, sigma_w, sigma_q)
+    most = max(2, int(MAX_WORK // bayes_work(d, n, float(sigma), BLOCK_PROMPTS)))
+    return mean_to_stderr(
+        lambda block: risks(BLOCK_PROMPTS, make_generator(seed, "bayes-risk-block", block)),
+        relative=relative, first=2, most=min(most, MOST_BLOCKS))

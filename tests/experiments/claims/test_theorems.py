@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from iclab.experiments.specs.results import RunRecord
 from iclab.experiments.specs.spec import Spec, parse_spec
 from iclab.theory.bayes import bayes_risk
 from iclab.theory.gaussian import gaussian_optimum
+from iclab.theory.sized_mean import SizedMean
 
 S = np.array([[1.25, 0.75], [0.75, 1.25]])
 S_INV = np.array([[1.25, -0.75], [-0.75, 1.25]])  # (eigenvalues 2 and 1/2 swap)
@@ -136,10 +138,36 @@ def test_loss_claims_against_l_star_and_the_bayes_risk() -> None:
     loss, bayes = evaluate_claims(spec, records, ClaimRegistry())
     assert loss.value == pytest.approx(1.01 * loss_star) and loss.theory == loss_star
     assert loss.holds
-    risk, _ = bayes_risk(4, 0.5, S, np.eye(2), prompts=20_000, seed=0)
-    assert bayes.theory == pytest.approx(risk)
-    assert bayes.holds == (1.01 * loss_star >= 1.1 * risk)
+    risk, risk_se = bayes_risk(4, 0.5, S, np.eye(2), prompts=200_000, seed=5)
+    # drawn to a standard error of a tenth of the tolerance (0.2 %) of the risk, or less
+    assert abs(bayes.theory - risk) < 4 * math.hypot(risk_se, 0.002 * risk)
+    assert abs(bayes.theory - risk) > 0  # its own draws, not the fixed count's
+    assert "standard error" in bayes.metric and "prompts" in bayes.metric
+    assert bayes.holds == (1.01 * loss_star >= 1.1 * bayes.theory)
     assert point.config.task.n == 4
+
+
+def test_above_bayes_does_not_hold_where_the_bayes_risk_missed_its_standard_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Bayes risk whose draws hit their bound before the standard error asked for: the
+    claim does not hold, however far the loss is above it, and says why."""
+    import iclab.experiments.claims.theorems as theorems
+
+    asked: list[float] = []
+
+    def short(n: int, sigma: float, sigma_x: Any, sigma_w: Any, relative: float,
+              seed: int) -> SizedMean:
+        asked.append(relative)
+        return SizedMean(0.30, 0.01, 2000, relative * 0.30, False)
+
+    monkeypatch.setattr(theorems, "bayes_risk_to_stderr", short)
+    spec = make_spec([{"section": "Context", "kind": "above-bayes", "group": "idw",
+                       "tolerance": 0.02}])
+    records = {p.run_id: RunRecord(p, fake_result(p.config, np.eye(2), 3.0))
+               for p in spec.points()}
+    (bayes,) = evaluate_claims(spec, records, ClaimRegistry())
+    assert asked == [pytest.approx(0.002)]  # a tenth of the tolerance, relative
+    assert not bayes.holds and "NOT within 0.1 x tolerance" in bayes.metric
 
 
 def test_claims_json_objects_have_exactly_the_issue_s_keys() -> None:

@@ -43,9 +43,10 @@ def synthetic(point: tuple[float, ...], d: int, repeats: int, seed: int) -> Simu
     return SimulatedErrors(d, n, k, context, repeats, *values)
 
 
-def check(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shift: float, seed: int) -> list[Any]:
+def check(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shift: float, seed: int,
+          claim: dict[str, Any] = CLAIM) -> list[Any]:
     def fake(context: Any, point: Any, d: int, repeats: int, _seed: int,
-             _prompts: int) -> SimulatedErrors:
+             _prompts: int, _stderr: float | None = None) -> SimulatedErrors:
         return synthetic(point, d, repeats, seed)
 
     def patched(*point: float) -> AsymptoticErrors:
@@ -55,7 +56,7 @@ def check(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shift: float, seed: i
     monkeypatch.setattr(kinds, "simulated", fake)
     monkeypatch.setattr(kinds, "asymptotic_errors", patched)
     registries = Registries()
-    spec = parse_spec({"groups": [{"name": "g", "d": 2, "n": 3}], "claims": [CLAIM]},
+    spec = parse_spec({"groups": [{"name": "g", "d": 2, "n": 3}], "claims": [claim]},
                       "t.toml", registries)
     return evaluate_claims(spec, {}, registries.claims, {}, out_dir=tmp_path)
 
@@ -67,6 +68,19 @@ def test_convergence_holds_and_fails_on_a_shifted_theory(
     for shift in (0.03, -0.03):
         claims = check(monkeypatch, tmp_path, shift, seed)
         assert len(claims) == 2 and not any(claim.holds for claim in claims), shift
+
+
+def test_a_convergence_claim_holds_only_where_its_simulations_reached_the_stderr_asked_for(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The synthetic sets' standard errors are about 0.08 / sqrt(800) and 0.04 / sqrt(200),
+    both 0.0028 (seed 0: 0.0026 to 0.0031): within 0.0035, not within 0.002, whatever the
+    theory."""
+    within = check(monkeypatch, tmp_path, 0.0, 0, {**CLAIM, "stderr": 0.0035})
+    assert all(claim.holds for claim in within)
+    assert all("at most 0.0035, the stderr asked for" in claim.metric for claim in within)
+    short = check(monkeypatch, tmp_path, 0.0, 0, {**CLAIM, "stderr": 0.002})
+    assert not any(claim.holds for claim in short)
+    assert all("NOT within 0.002" in claim.metric for claim in short)
 
 
 def test_extrapolation_is_the_weighted_line() -> None:
@@ -101,6 +115,10 @@ def test_ratio_rule_edges() -> None:
     ({"repeats": [2], "dims": [4, 6]}, "a list of 2"),
     ({"repeats": [4096, 4096], "dims": [150, 200]}, "limit"),
     ({"points": None}, "needs points"),
+    ({"stderr": 0.0}, "stderr must be a number from 1e-06 to 1, got 0.0"),
+    ({"stderr": 0.003, "measure": "double-descent", "taus": [0.5, 1.0, 2.0], "points": None,
+      "repeats": 1}, "stderr applies to measure convergence only, not double-descent"),
+    ({"stderr": 0.003, "repeats": 2}, None),
 ])
 def test_convergence_settings_are_checked_at_load(change: dict[str, Any],
                                                   message: str | None) -> None:

@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from iclab.studies.asymptotic.errors import asymptotic_errors
-from iclab.studies.asymptotic.simulation import fit_gamma, prompt_features, simulate, sizes
+from iclab.studies.asymptotic.simulation import (
+    fit_gamma,
+    prompt_features,
+    simulate,
+    simulate_to_stderr,
+    sizes,
+)
 from iclab.utils.errors import ConfigError
 
 
@@ -92,3 +98,26 @@ def test_work_bound_both_ways() -> None:
         check_simulation(200, 1e3, 1.0, 2.0, 1, 20_000)
     with pytest.raises(ConfigError, match="context of N"):
         check_simulation(200, 0.5, 1e6, 2.0, 1, 20_000)
+
+
+def test_sized_simulation_draws_simulate_s_sets_until_the_stderr_is_reached() -> None:
+    point = (2.0, 1.0, 4.0, 0.1, 0.5)
+    sized, reached = simulate_to_stderr(*point, d=6, stderr=0.01, seed=3, least=4,
+                                        test_prompts=200)
+    assert reached and max(sized.e_icl_stderr, sized.e_idg_stderr) <= 0.01
+    assert 4 < sized.repeats < 1000
+    fixed = simulate(*point, d=6, seed=3, repeats=sized.repeats, test_prompts=200)
+    # set k is simulate's set k: the same numbers (summed in another order)
+    assert fixed.repeats == sized.repeats and fixed.n == sized.n
+    for name in ("e_icl", "e_icl_stderr", "e_idg", "e_idg_stderr"):
+        assert getattr(sized, name) == pytest.approx(getattr(fixed, name), rel=1e-12)
+    fewer = simulate(*point, d=6, seed=3, repeats=sized.repeats - 1, test_prompts=200)
+    assert fewer.e_icl != sized.e_icl
+    loose, _ = simulate_to_stderr(*point, d=6, stderr=0.03, seed=3, least=4, test_prompts=200)
+    assert loose.repeats < sized.repeats / 4  # (0.03 / 0.01)^2 = 9 times fewer, roughly
+
+
+def test_sized_simulation_refuses_fewer_than_two_sets() -> None:
+    with pytest.raises(ConfigError, match="least pretraining sets\\) must be from 2 to "
+                                          "[0-9]+ here, got 1"):
+        simulate_to_stderr(2.0, 1.0, 4.0, 0.1, 0.5, d=6, stderr=0.01, least=1)

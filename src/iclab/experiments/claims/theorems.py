@@ -25,6 +25,7 @@ axis with L* and the Bayes risk.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import ClassVar
 
@@ -45,10 +46,15 @@ from iclab.experiments.claims.targets import (
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site, sites
-from iclab.theory.bayes import bayes_risk
+from iclab.theory.bayes import bayes_risk_to_stderr
+from iclab.theory.sized_mean import SizedMean
 from iclab.utils.errors import ConfigError
 
-BAYES_PROMPTS = 20_000
+BAYES_STDERR_SHARE = 0.1
+"""The above-bayes claim draws the Monte Carlo Bayes risk until its standard error is at most
+this share of the tolerance, relative to the risk: the theory's own noise moves the threshold
+(1 + separation x tolerance) x risk by a tenth of a tolerance at most."""
+
 def _group_sites(claims: list[ClaimSpec],
                  context: ClaimContext) -> tuple[tuple[str, ...], list[Site], Path]:
     """The axes and sites of the claims' group, and the sweep folder."""
@@ -215,35 +221,42 @@ class AboveBayesClaim(LossFigureKind):
         "": "the trained LSA's test loss stays clearly above the Bayes-optimal "
         "(ridge) loss"}
 
-    def bayes(self, spec: ClaimSpec, site: Site, context: ClaimContext) -> tuple[float, float]:
-        """The Bayes risk of a linear Gaussian site (Monte Carlo, computed once per sweep
-        folder: ``ClaimContext.stored``)."""
+    def bayes(self, spec: ClaimSpec, site: Site, context: ClaimContext) -> SizedMean:
+        """The Bayes risk of a linear Gaussian site, by Monte Carlo to a relative standard
+        error of ``BAYES_STDERR_SHARE`` x tolerance (computed once per sweep folder:
+        ``ClaimContext.stored``)."""
         config = site.records[0].point.config
         task = config.make_task()
         if not task.gaussian:
             raise ConfigError(f"group {spec.group!r}: the Bayes risk needs linear Gaussian "
                               f"runs, not {config.task.family!r}")
         sigma_x, sigma_w = getattr(task, "sigma_x"), getattr(task, "sigma_w")  # noqa: B009
-        stored = context.stored("bayes-risk", bayes_risk, list, tuple)
+        relative = BAYES_STDERR_SHARE * spec.tolerance
+        stored = context.stored("bayes-risk-sized", bayes_risk_to_stderr,
+                                dataclasses.asdict, lambda data: SizedMean(**data))
         key = (task.n, task.sigma, np.asarray(sigma_x, dtype=np.float64).tobytes(),
-               np.asarray(sigma_w, dtype=np.float64).tobytes(), BAYES_PROMPTS, 0)
+               np.asarray(sigma_w, dtype=np.float64).tobytes(), relative, 0)
         if key not in stored:
-            stored[key] = bayes_risk(task.n, task.sigma, sigma_x, sigma_w,
-                                     prompts=BAYES_PROMPTS, seed=0)
-        risk: tuple[float, float] = stored[key]
+            stored[key] = bayes_risk_to_stderr(task.n, task.sigma, sigma_x, sigma_w,
+                                               relative=relative, seed=0)
+        risk: SizedMean = stored[key]
         return risk
 
     def reference_loss(self, spec: ClaimSpec, site: Site,
                        context: ClaimContext) -> float | None:
-        return self.bayes(spec, site, context)[0]
+        return self.bayes(spec, site, context).mean
 
     def check_site(self, spec: ClaimSpec, site: Site, context: ClaimContext) -> Claim:
-        risk, _ = self.bayes(spec, site, context)
+        risk = self.bayes(spec, site, context)
         value = site.mean("test_loss")
-        return self.claim(spec, site, value >= (1 + spec.separation * spec.tolerance) * risk,
+        drawn = (f"Monte Carlo, {risk.draws} prompts: standard error {risk.stderr:.2g}, "
+                 f"{'at most' if risk.reached else 'NOT within'} "
+                 f"{BAYES_STDERR_SHARE:g} x tolerance of it" if risk.draws else "exactly 0")
+        return self.claim(spec, site, value >= (1 + spec.separation * spec.tolerance)
+                          * risk.mean and risk.reached,
                           f"mean {seeds_phrase(site)} of the test loss vs the Bayes risk "
-                          f"(Monte Carlo, {BAYES_PROMPTS} prompts); holds when value >= "
-                          f"(1 + {spec.separation:g} x tolerance) x theory", value, risk)
+                          f"({drawn}); holds when value >= (1 + {spec.separation:g} x "
+                          "tolerance) x theory", value, risk.mean)
 
 
 class IsotropyClaim(ClaimKind):

@@ -16,7 +16,10 @@ figure reuses them. One option, ``measure``:
 - ``convergence``: for each of ``points`` ([tau, alpha, kappa, rho, lam]), e_ICL and e_IDG
   simulated at each of ``dims`` over ``repeats`` pretraining sets (at least 2: the standard
   errors are the spread between sets) are extrapolated to d -> inf as e + b/d (``rules``);
-  the claim holds when both extrapolations are within ``tolerance`` of the theory.
+  the claim holds when both extrapolations are within ``tolerance`` of the theory. With
+  ``stderr``, sets are added at each d until both standard errors are at most it
+  (``simulate_to_stderr``; ``repeats`` is then the least number of sets), and the claim holds
+  only where they reached it.
 """
 
 from __future__ import annotations
@@ -29,13 +32,12 @@ from iclab.experiments.claims.parameters import ClaimParameter, integer, number_
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import Site
+from iclab.studies.asymptotic.claim_simulations import Point, gap, reached, simulated
 from iclab.studies.asymptotic.errors import asymptotic_errors
 from iclab.studies.asymptotic.formulas import check_inputs
 from iclab.studies.asymptotic.rules import converges, ratio_matches
-from iclab.studies.asymptotic.simulation import SimulatedErrors, check_simulation, simulate
+from iclab.studies.asymptotic.simulation import check_simulation, most_repeats
 from iclab.utils.errors import ConfigError
-
-Point = tuple[float, float, float, float, float]
 
 
 def _number(low: float, high: float) -> Any:
@@ -68,28 +70,6 @@ def _points(value: Any) -> tuple[Point, ...]:
     return tuple(out)
 
 
-def simulated(context: ClaimContext, point: Point, d: int, repeats: int, seed: int,
-              test_prompts: int) -> SimulatedErrors:
-    """The finite-d simulation at ``point``, computed once per sweep folder
-    (``ClaimContext.stored``)."""
-    stored = context.stored("lu-simulation", simulate, SimulatedErrors.to_json,
-                            SimulatedErrors.from_json)
-    key = (point, d, repeats, seed, test_prompts)
-    if key not in stored:
-        stored[key] = simulate(*point, d=d, seed=seed, repeats=repeats,
-                               test_prompts=test_prompts)
-    result: SimulatedErrors = stored[key]
-    return result
-
-
-def gap(point: Point, sim: SimulatedErrors) -> tuple[float, float]:
-    """max |theory - simulation| over e_ICL and e_IDG, with the standard error of that
-    simulated value."""
-    theory = asymptotic_errors(*point)
-    return max((abs(sim.e_icl - theory.e_icl), sim.e_icl_stderr),
-               (abs(sim.e_idg - theory.e_idg), sim.e_idg_stderr))
-
-
 class LuAsymptoticClaim(ClaimKind):
     name = "lu-asymptotic"
     needs_runs = False
@@ -107,8 +87,11 @@ class LuAsymptoticClaim(ClaimKind):
         "dims": ClaimParameter("convergence: the dimensions d, increasing",
                                number_list(2, 4), (20, 40)),
         "repeats": ClaimParameter("pretraining sets per simulation (convergence: at least 2, "
-                                  "or a list, one per d in order, cut to the length of dims)",
-                                  lambda v: v, 2),
+                                  "or a list, one per d in order, cut to the length of dims; "
+                                  "with stderr, the least)", lambda v: v, 2),
+        "stderr": ClaimParameter("convergence: draw pretraining sets until the standard "
+                                 "errors of e_ICL and e_IDG at each d are at most this",
+                                 _number(1e-6, 1.0)),
         "taus": ClaimParameter("double-descent: the tau grid", number_list(3, 20)),
         "kappas": ClaimParameter("kappa-transition: the kappa grid", number_list(2, 20)),
         "tau": ClaimParameter("kappa-transition: tau", _number(1e-3, 1e3), 2.0),
@@ -139,6 +122,9 @@ class LuAsymptoticClaim(ClaimKind):
         if dims != sorted(dims) or not all(float(d).is_integer() and d >= 2 for d in p["dims"]):
             raise ConfigError(f"{where}: dims must be increasing integers >= 2, got "
                               f"{list(p['dims'])}")
+        if p["stderr"] is not None and measure != "convergence":
+            raise ConfigError(f"{where}: stderr applies to measure convergence only, not "
+                              f"{measure} (its simulations use repeats as given)")
         least, count = (2, len(dims)) if measure == "convergence" else (1, 1)
         raw_repeats = p["repeats"]
         values = [raw_repeats] * count if isinstance(raw_repeats, int) else list(
@@ -163,6 +149,10 @@ class LuAsymptoticClaim(ClaimKind):
                                      p["test_prompts"])
                 except ConfigError as error:
                     raise ConfigError(f"{where}: {error}") from None
+                most = most_repeats(d, point[0], point[1], point[2], p["test_prompts"])
+                if p["stderr"] is not None and repeats > most:
+                    raise ConfigError(f"{where}: repeats {repeats} at d = {d}: with stderr "
+                                      f"the least sets must be at most {most}")
         return p
 
     def _claim(self, spec: ClaimSpec, what: str, holds: bool, metric: str, value: float,
@@ -191,7 +181,7 @@ class LuAsymptoticClaim(ClaimKind):
             repeats = self._repeats(spec, len(dims), least=2)  # the spread between sets
             rows = []
             for point in p["points"]:
-                sims = [simulated(context, point, d, r, seed, prompts)
+                sims = [simulated(context, point, d, r, seed, prompts, p["stderr"])
                         for d, r in zip(dims, repeats, strict=True)]
                 rows.append((point, [gap(point, s) for s in sims], sims))
             return {"dims": dims, "rows": rows}
@@ -225,12 +215,17 @@ class LuAsymptoticClaim(ClaimKind):
                 kappa = "inf" if math.isinf(point[2]) else f"{point[2]:g}"
                 what = (f"tau={point[0]:g}, alpha={point[1]:g}, kappa={kappa}, "
                         f"rho={point[3]:g}, lam={point[4]:g}; d={', '.join(map(str, dims))}")
+                sets = ", ".join(str(sim.repeats) for sim in sims)
+                asked, precise = p["stderr"], all(reached(sim, p["stderr"]) for sim in sims)
+                sized = "" if asked is None else (
+                    f"; each d's standard errors {'at most' if precise else 'NOT within'} "
+                    f"{asked:g}, the stderr asked for")
                 claims.append(self._claim(
-                    spec, what, all(check[1] for check in checks),
+                    spec, what, all(check[1] for check in checks) and precise,
                     f"e_{name.upper()} extrapolated to d -> inf as e + b/d (the worse of e_ICL "
-                    f"and e_IDG; standard error {stderr:.2g}, over the pretraining sets); "
-                    "holds when both are within tolerance of the theory", estimate, value,
-                    f"|e_hat - theory| <= {spec.tolerance:g}"))
+                    f"and e_IDG; standard error {stderr:.2g}, over {sets} pretraining sets"
+                    f"{sized}); holds when both are within tolerance of the theory", estimate,
+                    value, f"|e_hat - theory| <= {spec.tolerance:g}"))
             return claims
         grid, sims = data["grid"], data["sims"]
         if measure == "double-descent":

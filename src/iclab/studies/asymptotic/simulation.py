@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from iclab.studies.asymptotic.formulas import check_inputs
+from iclab.theory.sized_mean import means_to_stderr
 from iclab.utils.errors import ConfigError
 from iclab.utils.seeding import derive_seed
 
@@ -29,6 +30,8 @@ CHUNK_ENTRIES = 4_000_000
 MAX_WORK = 6e11
 """The most work units (``simulation_work``) of one simulation, every repeat together:
 measured at 1.4e10 to 4e10 units a second on one loaded core, so at most about 45 s."""
+MOST_REPEATS = 4096
+"""The most pretraining sets one simulation draws."""
 DRAW_COST = 200.0
 """Work units per normal draw (a draw costs about what 200 floating-point operations of the
 solve do)."""
@@ -181,6 +184,21 @@ def check_simulation(d: int, tau: float, alpha: float, kappa: float, repeats: in
                           f"(limit {MAX_WORK:.0e}, about 45 s); {hint}")
 
 
+def _repeat_errors(tau: float, alpha: float, kappa: float, rho: float, lam: float, d: int,
+                   seed: int, repeat: int, test_prompts: int) -> np.ndarray:
+    """One pool and pretraining set (number ``repeat`` of ``seed``): its held-out (e_ICL,
+    its standard error, e_IDG, its standard error) over ``test_prompts`` prompts, (4,)."""
+    n, k, context = sizes(d, tau, alpha, kappa)
+    rng = np.random.Generator(np.random.PCG64(
+        derive_seed(seed, "asymptotic-simulation", repeat)))
+    pool = None if k is None else rng.standard_normal((k, d))
+    q, h, y = _draw(n, d, context, rho, pool, rng)
+    gamma = fit_gamma(q, h, y, (n / d) * lam)
+    icl = _test_error(gamma, test_prompts, context, rho, None, rng)
+    idg = _test_error(gamma, test_prompts, context, rho, pool, rng)
+    return np.array([*icl, *idg])
+
+
 def simulate(tau: float, alpha: float, kappa: float, rho: float, lam: float, d: int,
              seed: int = 0, repeats: int = 1, test_prompts: int = 20_000) -> SimulatedErrors:
     """Held-out e_ICL (fresh tasks) and e_IDG (tasks of the pool) of the ridge-fitted Gamma at
@@ -188,21 +206,41 @@ def simulate(tau: float, alpha: float, kappa: float, rho: float, lam: float, d: 
     check_inputs(tau, alpha, kappa, rho, lam)
     check_simulation(d, tau, alpha, kappa, repeats, test_prompts)
     n, k, context = sizes(d, tau, alpha, kappa)
-    icl, idg = [], []
-    for repeat in range(repeats):
-        rng = np.random.Generator(np.random.PCG64(
-            derive_seed(seed, "asymptotic-simulation", repeat)))
-        pool = None if k is None else rng.standard_normal((k, d))
-        q, h, y = _draw(n, d, context, rho, pool, rng)
-        gamma = fit_gamma(q, h, y, (n / d) * lam)
-        icl.append(_test_error(gamma, test_prompts, context, rho, None, rng))
-        idg.append(_test_error(gamma, test_prompts, context, rho, pool, rng))
+    rows = np.stack([_repeat_errors(tau, alpha, kappa, rho, lam, d, seed, repeat,
+                                    test_prompts) for repeat in range(repeats)])
+    if repeats == 1:
+        return SimulatedErrors(d, n, k, context, 1, *(float(v) for v in rows[0]))
+    means, stderrs = rows[:, [0, 2]].mean(axis=0), rows[:, [0, 2]].std(axis=0, ddof=1)
+    stderrs = stderrs / math.sqrt(repeats)
+    return SimulatedErrors(d, n, k, context, repeats, float(means[0]), float(stderrs[0]),
+                           float(means[1]), float(stderrs[1]))
 
-    def summary(values: list[tuple[float, float]]) -> tuple[float, float]:
-        means = np.array([value for value, _ in values])
-        if len(values) == 1:
-            return float(means[0]), values[0][1]
-        return float(means.mean()), float(means.std(ddof=1) / math.sqrt(len(values)))
 
-    (e_icl, icl_se), (e_idg, idg_se) = summary(icl), summary(idg)
-    return SimulatedErrors(d, n, k, context, repeats, e_icl, icl_se, e_idg, idg_se)
+def most_repeats(d: int, tau: float, alpha: float, kappa: float, test_prompts: int) -> int:
+    """The most pretraining sets a simulation may draw: ``MOST_REPEATS``, or fewer where
+    ``MAX_WORK`` allows fewer (at least 1)."""
+    one = simulation_work(d, tau, alpha, kappa, 1, test_prompts)
+    return max(1, min(MOST_REPEATS, int(MAX_WORK // one)))
+
+
+def simulate_to_stderr(tau: float, alpha: float, kappa: float, rho: float, lam: float, d: int,
+                       stderr: float, seed: int = 0, least: int = 2,
+                       test_prompts: int = 20_000) -> tuple[SimulatedErrors, bool]:
+    """``simulate`` over as many pretraining sets as it takes for the standard errors (over
+    the sets) of e_ICL and e_IDG both to be at most ``stderr`` (``iclab.theory.sized_mean``:
+    at least ``least`` >= 2 sets, at most ``most_repeats``; set k is ``simulate``'s set k);
+    with whether the target was reached."""
+    check_inputs(tau, alpha, kappa, rho, lam)
+    check_simulation(d, tau, alpha, kappa, least, test_prompts)
+    most = most_repeats(d, tau, alpha, kappa, test_prompts)
+    if not 2 <= least <= most:
+        raise ConfigError(f"repeats (the least pretraining sets) must be from 2 to {most} "
+                          f"here, got {least}")
+    n, k, context = sizes(d, tau, alpha, kappa)
+    icl, idg = means_to_stderr(
+        lambda repeat: _repeat_errors(tau, alpha, kappa, rho, lam, d, seed, repeat,
+                                      test_prompts)[[0, 2]].reshape(1, 2),
+        target=stderr, first=least, most=most)
+    simulated = SimulatedErrors(d, n, k, context, icl.draws, icl.mean, icl.stderr, idg.mean,
+                                idg.stderr)
+    return simulated, icl.reached and idg.reached

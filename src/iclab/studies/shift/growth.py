@@ -9,7 +9,9 @@ shift is g(v) = r(v) / r(v0), v0 the training value (docs/theory.md section 13).
   every value, on prompts from one stream), and their errors are positively correlated, so this
   over-states the standard error: a test against it is conservative.
 - ``exact_growth``: g(v) of the training law's optimal LSA, its exact loss over the Bayes risk
-  of each test law (``iclab.studies.shift.optimum``, the rows of ``iclab theory --shift``).
+  of each test law (``iclab.studies.shift.optimum``, the rows of ``iclab theory --shift``),
+  the Bayes risks drawn to a tenth of the measured growths' relative standard error
+  (``exact_precision``).
 - ``growth_over_n``: the exact growth from c = 1 to c = C of w-scale as a function of the
   training n (Zhang, Frei and Bartlett's robustness, section 13.3).
 - ``growth_figure``, ``growth_over_n_figure``: the curves as PNG files.
@@ -33,7 +35,14 @@ from iclab.utils.errors import ConfigError
 from iclab.utils.io import atomic_write
 from iclab.utils.plain_ticks import plain_log_ticks
 
-BAYES_PROMPTS = 20_000
+EXACT_STDERR_SHARE = 0.1
+"""The exact growth's Bayes risks are drawn to a relative standard error of this share of the
+smallest relative standard error of the measured growths it is compared with
+(``exact_precision``): its own standard error (at most sqrt(2) x that, from two values) then
+widens the combined one by 1 % at most."""
+FIGURE_BAYES_STDERR = 0.002
+"""The relative standard error of the Bayes risks of a curve drawn without a measurement
+beside it (the growth against n): 0.2 %, finer than a figure shows."""
 Growth = dict[float, tuple[float, float]]
 """value -> (growth, its standard error)."""
 
@@ -70,13 +79,27 @@ def measured_growth(rows: Sequence[dict[str, Any]], start: float,
     return out
 
 
+def exact_precision(measured: Sequence[Growth], start: float) -> float:
+    """The relative standard error to draw the exact growth's Bayes risks to, from the
+    measured growths it is compared with: ``EXACT_STDERR_SHARE`` x their smallest relative
+    standard error away from the training value ``start``."""
+    relative = [se / abs(g) for growth in measured for value, (g, se) in growth.items()
+                if value != start and g != 0 and se > 0]
+    if not relative:
+        raise ConfigError("the measured growths have no standard error away from the "
+                          f"training value {start:g}: nothing to size the exact curve by")
+    return EXACT_STDERR_SHARE * min(relative)
+
+
 def exact_growth(task: LinearGaussian, kind: str, values: Sequence[float], start: float,
-                 seed: int = 0, cache: BayesCache | None = None) -> Growth:
+                 relative: float, seed: int = 0, cache: BayesCache | None = None) -> Growth:
     """g(v) of the optimal one-layer LSA of ``task``'s law (exact loss, Monte Carlo Bayes risk on
-    common draws; the standard error combines the two values' Bayes standard errors);
-    ``cache``: Bayes risks computed before, reused (``shifted_optimum_rows``)."""
+    common draws, each drawn to the ``relative`` standard error, ``exact_precision``; the
+    standard error combines the two values' Bayes standard errors); ``cache``: Bayes risks
+    computed before, reused (``shifted_optimum_rows``)."""
     points = sorted({float(v) for v in values} | {float(start)})
-    rows = shifted_optimum_rows(task, kind, points, BAYES_PROMPTS, seed, cache)
+    rows = shifted_optimum_rows(task, kind, points, seed=seed, cache=cache,
+                                bayes_stderr=relative)
     as_dicts = [{"value": row.value, "model_loss": row.lsa_loss, "model_loss_stderr": 0.0,
                  "bayes_loss": row.bayes_loss, "bayes_loss_stderr": row.bayes_loss_stderr}
                 for row in rows]
@@ -88,8 +111,8 @@ def growth_over_n(task: LinearGaussian, ns: Sequence[int], scale: float,
                   cache: BayesCache | None = None) -> list[float]:
     """The exact growth g(scale) of w-scale for the optimal LSA trained at each n (d, sigma and
     the covariances of ``task``; ``cache`` as for ``exact_growth``)."""
-    return [exact_growth(replace(task, n=int(n)), "w-scale", [scale], 1.0, cache=cache)[scale][0]
-            for n in ns]
+    return [exact_growth(replace(task, n=int(n)), "w-scale", [scale], 1.0, FIGURE_BAYES_STDERR,
+                         cache=cache)[scale][0] for n in ns]
 
 
 def _save(figure: Figure, path: Path) -> None:

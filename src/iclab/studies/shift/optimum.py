@@ -34,7 +34,7 @@ from iclab.studies.shift.laws import GaussianTestLaw, check_value, shifted_law
 from iclab.studies.shift.population import gd_readout, shifted_population_loss
 from iclab.tasks.base import TaskFamily
 from iclab.tasks.linear_gaussian import LinearGaussian
-from iclab.theory.bayes import bayes_risk, check_bayes_prompts
+from iclab.theory.bayes import bayes_risk, bayes_risk_to_stderr, check_bayes_prompts
 from iclab.theory.gaussian import gaussian_optimum
 from iclab.utils.errors import ConfigError
 
@@ -71,19 +71,29 @@ def shift_base(task: TaskFamily) -> LinearGaussian:
 
 
 BayesCache = MutableMapping[tuple[Any, ...], tuple[float, float]]
-"""Bayes risks already computed: (the law's n, sigma, covariances as bytes, prompts, seed) ->
-(mean, standard error)."""
+"""Bayes risks already computed: (the law's n, sigma, covariances as bytes, prompts or
+("stderr", the relative standard error asked for), seed) -> (mean, standard error)."""
 
 
 def test_law_bayes(law: GaussianTestLaw, prompts: int, seed: int,
-                   cache: BayesCache | None = None) -> tuple[float, float]:
-    """(mean, standard error) of the Bayes risk of ``law`` (its mean w does not enter), read
-    from ``cache`` when it holds the same law, prompts and seed (and stored there if not)."""
+                   cache: BayesCache | None = None,
+                   relative: float | None = None) -> tuple[float, float]:
+    """(mean, standard error) of the Bayes risk of ``law`` (its mean w does not enter), from
+    ``prompts`` prompts, or, given ``relative``, drawn until its standard error is at most
+    ``relative`` x the risk (``bayes_risk_to_stderr``; ``prompts`` is not used). Read from
+    ``cache`` when it holds the same law, count or target, and seed (and stored there if not)."""
+    size: tuple[Any, ...] = (prompts,) if relative is None else ("stderr", relative)
     key = (law.d, law.n, law.sigma, law.cov_x.tobytes(), law.cov_q.tobytes(),
-           law.cov_w.tobytes(), prompts, seed)
+           law.cov_w.tobytes(), *size, seed)
     if cache is not None and key in cache:
         return cache[key]
-    risk = bayes_risk(law.n, law.sigma, law.cov_x, law.cov_w, prompts, seed, sigma_q=law.cov_q)
+    if relative is None:
+        risk = bayes_risk(law.n, law.sigma, law.cov_x, law.cov_w, prompts, seed,
+                          sigma_q=law.cov_q)
+    else:
+        sized = bayes_risk_to_stderr(law.n, law.sigma, law.cov_x, law.cov_w, relative, seed,
+                                     sigma_q=law.cov_q)
+        risk = (sized.mean, sized.stderr)
     if cache is not None:
         cache[key] = risk
     return risk
@@ -96,15 +106,18 @@ def shifted_optimum_rows(
     bayes_prompts: int = 20_000,
     seed: int = 0,
     cache: BayesCache | None = None,
+    bayes_stderr: float | None = None,
 ) -> list[ShiftedOptimumRow]:
     """One row per value of the ``kind`` shift of ``task``'s law (``bayes_prompts = 0``: no
-    Bayes loss; ``cache``: Bayes risks to reuse, see ``test_law_bayes``). Every value and the
-    Bayes work at every value are checked (ConfigError) before anything is computed."""
+    Bayes loss; ``cache``: Bayes risks to reuse, see ``test_law_bayes``; ``bayes_stderr``: each
+    Bayes risk drawn to this relative standard error instead of from ``bayes_prompts``
+    prompts). Every value and the Bayes work at every value are checked (ConfigError) before
+    anything is computed."""
     base = shift_base(task)
     if len(values) == 0:
         raise ConfigError("give at least one value of the shift")
     laws = [shifted_law(base, kind, check_value(kind, value)) for value in values]
-    if bayes_prompts != 0:
+    if bayes_prompts != 0 and bayes_stderr is None:
         for law in laws:
             check_bayes_prompts(law.d, law.n, law.sigma, bayes_prompts, "--bayes-prompts")
     optimum = gaussian_optimum(base.n, base.sigma, base.sigma_x, base.sigma_w)
@@ -112,7 +125,7 @@ def shifted_optimum_rows(
     rows = []
     for value, law in zip(values, laws, strict=True):
         bayes, stderr = (None, None) if bayes_prompts == 0 else test_law_bayes(
-            law, bayes_prompts, seed, cache)
+            law, bayes_prompts, seed, cache, bayes_stderr)
         rows.append(ShiftedOptimumRow(float(check_value(kind, value)),
                                       shifted_population_loss(u, M, law), bayes, stderr))
     return rows

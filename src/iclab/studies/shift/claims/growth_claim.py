@@ -39,6 +39,7 @@ from iclab.studies.shift.claims.shift_folder import (
 from iclab.studies.shift.growth import (
     Growth,
     exact_growth,
+    exact_precision,
     growth_figure,
     growth_over_n,
     growth_over_n_figure,
@@ -58,20 +59,24 @@ def bayes_cache(context: ClaimContext) -> BayesCache:
     return cache
 
 
-def site_exact_growth(spec: ClaimSpec, record: RunRecord, context: ClaimContext) -> Growth:
-    """g*(v) of the optimal LSA of ``record``'s training law, cached per law and values (and
-    each test law's Bayes risk once per evaluation, ``bayes_cache``)."""
+def site_exact_growth(spec: ClaimSpec, record: RunRecord, context: ClaimContext,
+                      measured: list[Growth]) -> Growth:
+    """g*(v) of the optimal LSA of ``record``'s training law, its Bayes risks drawn to a tenth
+    of the ``measured`` growths' relative standard error (``exact_precision``), cached per
+    law, values and precision (and each test law's Bayes risk once per evaluation,
+    ``bayes_cache``)."""
     kind, values = spec.parameters["shift"], spec.parameters["values"]
     config = record.point.config
     start = training_value(kind, config.to_json())
-    key = ("shift-growth", config.hash(), kind, tuple(float(v) for v in values))
+    relative = exact_precision(measured, start)
+    key = ("shift-growth", config.hash(), kind, tuple(float(v) for v in values), relative)
     if key not in context.cache:
         task = config.make_task()
         if not isinstance(task, LinearGaussian):
             raise ConfigError(f"the shift-growth claim on group {spec.group!r} needs a linear "
                               f"Gaussian family, not {config.task.family!r}")
         context.cache[key] = exact_growth(task, kind, [float(v) for v in values], start,
-                                          cache=bayes_cache(context))
+                                          relative, cache=bayes_cache(context))
     growth: Growth = context.cache[key]
     return growth
 
@@ -116,12 +121,13 @@ class ShiftGrowthClaim(ClaimKind):
             measured, exact = {}, None
             for site in group_sites:
                 start = training_value(kind, site.config)
-                for record in site.records:
-                    rows = measured_shift(claim, record, context)[1]["rows"]
+                growths = [measured_growth(measured_shift(claim, record, context)[1]["rows"],
+                                           start) for record in site.records]
+                for record, growth in zip(site.records, growths, strict=True):
                     label = f"seed {record.point.config.run.seed}" + (
                         f", {site.label}" if site.label else "")
-                    measured[label] = measured_growth(rows, start)
-                exact = exact or site_exact_growth(claim, site.records[0], context)
+                    measured[label] = growth
+                exact = exact or site_exact_growth(claim, site.records[0], context, growths)
             name = f"{claim.group}_growth_{kind}.png"
             growth_figure(kind, measured, exact, f"{claim.section}: {kind} shift, "
                           f"{claim.group}", out_dir / name)
@@ -141,13 +147,12 @@ class ShiftGrowthClaim(ClaimKind):
 
     def check_site(self, spec: ClaimSpec, site: Site, context: ClaimContext) -> Claim:
         kind = spec.parameters["shift"]
-        worst, measured = 0.0, []
-        theory = site_exact_growth(spec, site.records[0], context)
-        for record in site.records:
-            data = measured_shift(spec, record, context)[1]
-            start = training_value(kind, record.point.config.to_json())
-            growth = measured_growth(data["rows"], start)
-            measured.append(growth)
+        worst = 0.0
+        start = training_value(kind, site.config)
+        measured = [measured_growth(measured_shift(spec, record, context)[1]["rows"], start)
+                    for record in site.records]
+        theory = site_exact_growth(spec, site.records[0], context, measured)
+        for growth in measured:
             for value, (g, se) in growth.items():
                 exact, exact_se = theory[value]
                 spread = math.hypot(se, exact_se)
@@ -158,7 +163,9 @@ class ShiftGrowthClaim(ClaimKind):
         metric = (f"largest {seeds_phrase(site)} and values of |g - g*| / standard error, g = "
                   f"(loss / Bayes loss of the test law) / (the same at the training value "
                   f"{training_value(kind, site.config):g}), g* = the same for the optimal LSA "
-                  f"(exact loss; iclab theory --shift); shown: the seed mean of g and g* at "
+                  f"(exact loss; iclab theory --shift; Bayes risks to a relative standard "
+                  f"error of {exact_precision(measured, start):.2g}); shown: the seed mean of "
+                  f"g and g* at "
                   f"{extreme:g} ({spec.parameters['prompts']} prompts per value); holds when "
                   f"the largest is <= {spec.tolerance:g}")
         return self.claim(spec, site, worst <= spec.tolerance, metric, value,

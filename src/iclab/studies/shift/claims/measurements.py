@@ -106,7 +106,7 @@ def report_shift_measurement(m: MeasurementSpec, index: int,
             measured[label] = _mean_growth(growths)
             if exact is None and site.records[0].point.config.task.family in (
                     "linear-gaussian", "anisotropic"):
-                exact = site_exact_growth(claim, site.records[0], context)
+                exact = site_exact_growth(claim, site.records[0], context, growths)
     name = f"measurement_{index + 1}_{shift}.png"
     title = f"{shift} shift, {', '.join(m.groups)}"
     growth_figure(shift, measured, exact, f"{m.section}: {title} (measured)",
