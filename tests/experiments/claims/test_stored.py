@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from iclab.experiments.claims.kind import ClaimContext
-from iclab.experiments.claims.stored import FOLDER, StoredValues
+from iclab.experiments.claims.stored import FOLDER, StoredValues, code_digest
 from iclab.theory.bayes import bayes_risk
+from iclab.theory.sized_mean import mean_to_stderr
 
 KEY = (3, 0.5, np.eye(3).tobytes(), 1000, 0)
 
@@ -69,6 +70,20 @@ def test_damaged_files_and_other_code_are_not_read(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     fill(store(tmp_path), compute)
     assert compute.calls == 3
+
+
+def test_values_of_two_modules_code_are_bound_to_both(tmp_path: Path) -> None:
+    """A value drawn by one module's rule (sized_mean) from another's draws (bayes) is not read
+    back by a store bound to one of them only."""
+    compute = Counting()
+    both = StoredValues(tmp_path, "test-values", (bayes_risk, mean_to_stderr), list, tuple)
+    if KEY not in both:
+        both[KEY] = compute(2.0)
+    assert code_digest((bayes_risk, mean_to_stderr)) not in (code_digest(bayes_risk),
+                                                              code_digest(mean_to_stderr))
+    again = StoredValues(tmp_path, "test-values", (bayes_risk, mean_to_stderr), list, tuple)
+    one = StoredValues(tmp_path, "test-values", bayes_risk, list, tuple)
+    assert KEY in again and KEY not in one
 
 
 def test_another_key_with_the_same_file_name_is_not_read(tmp_path: Path) -> None:

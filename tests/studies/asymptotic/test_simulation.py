@@ -118,6 +118,6 @@ def test_sized_simulation_draws_simulate_s_sets_until_the_stderr_is_reached() ->
 
 
 def test_sized_simulation_refuses_fewer_than_two_sets() -> None:
-    with pytest.raises(ConfigError, match="least pretraining sets\\) must be from 2 to "
-                                          "[0-9]+ here, got 1"):
+    with pytest.raises(ConfigError, match=r"least pretraining sets\) must be from 2 to "
+                                          r"[0-9]+ here, got 1"):
         simulate_to_stderr(2.0, 1.0, 4.0, 0.1, 0.5, d=6, stderr=0.01, least=1)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol
 from iclab.config.train import TrainConfig
 from iclab.experiments.claims.needs import Need, first_unmet
 from iclab.experiments.claims.parameters import ClaimParameter, check_parameters
-from iclab.experiments.claims.stored import StoredValues
+from iclab.experiments.claims.stored import Code, StoredValues
 from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.figures.measurement_table import Measurement
 from iclab.experiments.specs.claim_spec import ClaimSpec, RunMeasurement
@@ -103,9 +103,10 @@ class ClaimContext:
             raise NoSweepFolderError(f"{what} needs the spec, the records and the sweep folder")
         return self.spec, self.records, self.out_dir
 
-    def stored(self, name: str, code: Callable[..., Any], encode: Callable[[Any], Any],
+    def stored(self, name: str, code: Code, encode: Callable[[Any], Any],
                decode: Callable[[Any], Any]) -> StoredValues[Any]:
-        """The values called ``name`` that ``code`` computes, shared by this evaluation's
+        """The values called ``name`` that ``code`` (a function, or a tuple of the functions
+        whose modules' code the values depend on) computes, shared by this evaluation's
         claims and kept in the sweep folder (``iclab.experiments.claims.stored``): a report
         made again reads them back."""
         key = ("stored-values", name)

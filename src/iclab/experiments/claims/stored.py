@@ -31,10 +31,17 @@ FORMAT = "iclab-theory-cache-1"
 Value = TypeVar("Value")
 
 
-def code_digest(code: Callable[..., Any]) -> str:
-    """A digest of the source file of the module that defines ``code`` (32 hex digits)."""
-    source = inspect.getsourcefile(code)
-    data = Path(source).read_bytes() if source is not None else repr(code).encode()
+Code = Callable[..., Any] | tuple[Callable[..., Any], ...]
+"""The function that computes stored values, or the functions (a value drawn by one module's
+rule from another's draws depends on both)."""
+
+
+def code_digest(code: Code) -> str:
+    """A digest of the source files of the modules that define ``code`` (32 hex digits)."""
+    data = b""
+    for function in code if isinstance(code, tuple) else (code,):
+        source = inspect.getsourcefile(function)
+        data += Path(source).read_bytes() if source is not None else repr(function).encode()
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -47,11 +54,12 @@ class StoredValues(MutableMapping[tuple[Any, ...], Value], Generic[Value]):
     """Values by key, in memory and (with ``folder``) in ``folder/theory-cache``.
 
     name: what the values are (a file name's prefix: lower-case letters, digits, '-');
-    code: the function that computes them (its module's source binds the files);
+    code: the function that computes them, or the functions (their modules' sources bind the
+    files);
     encode / decode: the value to and from JSON numbers, lists and dicts (floats round-trip
     exactly through JSON)."""
 
-    def __init__(self, folder: Path | None, name: str, code: Callable[..., Any],
+    def __init__(self, folder: Path | None, name: str, code: Code,
                  encode: Callable[[Value], Any], decode: Callable[[Any], Value]) -> None:
         self._folder = None if folder is None else Path(folder) / FOLDER
         self._name, self._code = name, code_digest(code)

@@ -47,7 +47,7 @@ from iclab.experiments.figures.figure_file import FigureFile
 from iclab.experiments.specs.claim_spec import ClaimSpec
 from iclab.experiments.specs.results import RunRecord, Site, sites
 from iclab.theory.bayes import bayes_risk_to_stderr
-from iclab.theory.sized_mean import SizedMean
+from iclab.theory.sized_mean import SizedMean, mean_to_stderr
 from iclab.utils.errors import ConfigError
 
 BAYES_STDERR_SHARE = 0.1
@@ -232,7 +232,7 @@ class AboveBayesClaim(LossFigureKind):
                               f"runs, not {config.task.family!r}")
         sigma_x, sigma_w = getattr(task, "sigma_x"), getattr(task, "sigma_w")  # noqa: B009
         relative = BAYES_STDERR_SHARE * spec.tolerance
-        stored = context.stored("bayes-risk-sized", bayes_risk_to_stderr,
+        stored = context.stored("bayes-risk-sized", (bayes_risk_to_stderr, mean_to_stderr),
                                 dataclasses.asdict, lambda data: SizedMean(**data))
         key = (task.n, task.sigma, np.asarray(sigma_x, dtype=np.float64).tobytes(),
                np.asarray(sigma_w, dtype=np.float64).tobytes(), relative, 0)

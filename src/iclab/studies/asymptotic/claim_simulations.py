@@ -7,6 +7,7 @@ from __future__ import annotations
 from iclab.experiments.claims.kind import ClaimContext
 from iclab.studies.asymptotic.errors import asymptotic_errors
 from iclab.studies.asymptotic.simulation import SimulatedErrors, simulate, simulate_to_stderr
+from iclab.theory.sized_mean import means_to_stderr
 
 Point = tuple[float, float, float, float, float]
 """[tau, alpha, kappa, rho, lam]."""
@@ -18,7 +19,7 @@ def simulated(context: ClaimContext, point: Point, d: int, repeats: int, seed: i
     least ``repeats`` sets until its standard errors are at most ``stderr``; computed once per
     sweep folder (``ClaimContext.stored``)."""
     if stderr is not None:
-        sized = context.stored("lu-simulation-sized", simulate_to_stderr,
+        sized = context.stored("lu-simulation-sized", (simulate_to_stderr, means_to_stderr),
                                lambda v: [v[0].to_json(), v[1]],
                                lambda data: (SimulatedErrors.from_json(data[0]), data[1]))
         sized_key = (point, d, repeats, seed, test_prompts, stderr)

@@ -48,6 +48,7 @@ from iclab.studies.shift.growth import (
 from iclab.studies.shift.optimum import BayesCache
 from iclab.tasks.linear_gaussian import LinearGaussian
 from iclab.theory.bayes import bayes_risk
+from iclab.theory.sized_mean import mean_to_stderr
 from iclab.utils.errors import ConfigError
 
 
@@ -55,7 +56,8 @@ def bayes_cache(context: ClaimContext) -> BayesCache:
     """The test laws' Bayes risks (the claims, figures and measurements of one report share
     them, and a report made again reads them from the sweep folder: each law's Monte Carlo
     risk is computed once, ``ClaimContext.stored``)."""
-    cache: BayesCache = context.stored("shifted-bayes-risk", bayes_risk, list, tuple)
+    cache: BayesCache = context.stored("shifted-bayes-risk", (bayes_risk, mean_to_stderr),
+                                       list, tuple)
     return cache
 
 
